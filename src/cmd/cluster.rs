@@ -1,0 +1,5 @@
+//! The cluster command family.
+
+use crate::command::CommandSpec;
+
+pub static SPECS: &[CommandSpec] = &[];

@@ -1,0 +1,5 @@
+//! The keyspace command family.
+
+use crate::command::CommandSpec;
+
+pub static SPECS: &[CommandSpec] = &[];

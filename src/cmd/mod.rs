@@ -1,0 +1,36 @@
+//! Command families, one module each; every module exports its `SPECS`.
+
+use crate::command::CommandSpec;
+
+pub mod bitmap;
+pub mod cluster;
+pub mod connection;
+pub mod hash;
+pub mod hll;
+pub mod keyspace;
+pub mod list;
+pub mod pubsub;
+pub mod scripting;
+pub mod server;
+pub mod set;
+pub mod string;
+pub mod txn;
+pub mod zset;
+
+/// Every family's specs, gathered by the command table.
+pub static ALL: &[&[CommandSpec]] = &[
+    string::SPECS,
+    keyspace::SPECS,
+    list::SPECS,
+    hash::SPECS,
+    set::SPECS,
+    zset::SPECS,
+    bitmap::SPECS,
+    hll::SPECS,
+    txn::SPECS,
+    scripting::SPECS,
+    pubsub::SPECS,
+    server::SPECS,
+    connection::SPECS,
+    cluster::SPECS,
+];

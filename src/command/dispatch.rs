@@ -1,0 +1,207 @@
+//! Dispatch in Redis's `processCommand` order: lookup, arity, auth, MULTI
+//! queueing, pub/sub context, then `call` and the work that follows a command.
+
+use std::time::Instant;
+
+use super::args::Args;
+use super::spec::flags;
+use super::table::{table, CmdRef};
+use crate::error::Error;
+use crate::server::client::{Client, Queued, ReplyMode};
+use crate::server::{blocking, notify, Ctx, Server};
+
+/// Runs one request from a connection: checks, queueing, execution, and the
+/// follow-up (keyspace events, blocked clients, MONITOR).
+pub fn dispatch(srv: &mut Server, client: &mut Client, args: &Args) {
+    if args.is_empty() {
+        return;
+    }
+    crate::clock::begin_command();
+    let start_len = client.reply.len();
+    let drop_reply = match client.reply_mode {
+        ReplyMode::Off => true,
+        ReplyMode::SkipThis => {
+            client.reply_mode = ReplyMode::On;
+            true
+        }
+        ReplyMode::On => false,
+    };
+    match check(srv, client, args) {
+        Ok(cmd) => {
+            if client.multi.is_some() && !is_multi_control(cmd) {
+                let q = Queued {
+                    spec: cmd.spec,
+                    id: cmd.id,
+                    argv: args.to_owned(),
+                };
+                client.multi.as_mut().unwrap().queue.push(q);
+                client.reply.raw(b"+QUEUED\r\n");
+            } else {
+                call(srv, client, cmd, args, false);
+                after_command(srv, client);
+            }
+        }
+        Err((cmd, e)) => {
+            if let Some(m) = client.multi.as_mut() {
+                m.aborted = true;
+            }
+            if let Some(cmd) = cmd {
+                srv.stats.cmd(cmd.id).rejected += 1;
+            }
+            srv.stats.error(e.code());
+            client.reply.error_line(&e.text());
+        }
+    }
+    if drop_reply {
+        client.reply.truncate(start_len);
+    }
+}
+
+/// Commands that act on the transaction itself instead of being queued.
+fn is_multi_control(cmd: CmdRef) -> bool {
+    matches!(
+        cmd.spec.name,
+        "exec" | "discard" | "multi" | "watch" | "quit" | "reset"
+    )
+}
+
+/// Resolves the command and applies the checks that come before queueing or
+/// running it. Errors carry the command when it was found (for its stats).
+pub fn check(
+    srv: &Server,
+    client: &Client,
+    args: &Args,
+) -> Result<CmdRef, (Option<CmdRef>, Error)> {
+    let cmd = resolve(args).map_err(|e| (None, e))?;
+    let spec = cmd.spec;
+    if !spec.arity_ok(args.len()) {
+        return Err((Some(cmd), Error::Arity(spec.full_name().into())));
+    }
+    if !client.authenticated && !spec.has(flags::NO_AUTH) {
+        return Err((Some(cmd), Error::NoAuth));
+    }
+    if client.multi.is_some() && spec.has(flags::NO_MULTI) {
+        return Err((
+            Some(cmd),
+            Error::msg("Command not allowed inside a transaction"),
+        ));
+    }
+    if client.in_pubsub_context()
+        && !matches!(
+            spec.name,
+            "ping"
+                | "subscribe"
+                | "ssubscribe"
+                | "unsubscribe"
+                | "sunsubscribe"
+                | "psubscribe"
+                | "punsubscribe"
+                | "quit"
+                | "reset"
+        )
+    {
+        return Err((
+            Some(cmd),
+            Error::Msg(
+                format!(
+                    "Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+                    spec.full_name()
+                )
+                .into(),
+            ),
+        ));
+    }
+    let _ = srv;
+    Ok(cmd)
+}
+
+/// Finds the command (or subcommand) for a request, with Redis's errors for
+/// unknown commands and subcommands.
+pub fn resolve(args: &Args) -> Result<CmdRef, Error> {
+    let name = args.at(0);
+    let Some(cmd) = table().lookup(name) else {
+        return Err(unknown_command(args));
+    };
+    if cmd.spec.subcommands.is_empty() || args.len() < 2 {
+        return Ok(cmd);
+    }
+    match table().lookup_sub(name, args.at(1)) {
+        Some(sub) => Ok(sub),
+        None => Err(Error::UnknownSubcommand {
+            sub: c_str(args.at(1), 128),
+            cmd: String::from_utf8_lossy(name).to_uppercase(),
+        }),
+    }
+}
+
+/// C's `%.Ns` of a binary argument: stops at a NUL byte and after N bytes.
+fn c_str(b: &[u8], max: usize) -> String {
+    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len()).min(max);
+    String::from_utf8_lossy(&b[..end]).into_owned()
+}
+
+fn unknown_command(args: &Args) -> Error {
+    let mut list = String::new();
+    let mut i = 1;
+    while i < args.len() && list.len() < 128 {
+        let room = 128 - list.len();
+        list.push('\'');
+        list.push_str(&c_str(args.at(i), room));
+        list.push_str("' ");
+        i += 1;
+    }
+    Error::Msg(
+        format!(
+            "unknown command '{}', with args beginning with: {}",
+            c_str(args.at(0), 128),
+            list
+        )
+        .into(),
+    )
+}
+
+/// Runs a resolved command: the handler, its error reply, and its stats.
+/// `in_exec` is true inside EXEC and scripts, where blocking is not allowed.
+pub fn call(
+    srv: &mut Server,
+    client: &mut Client,
+    cmd: CmdRef,
+    args: &Args,
+    in_exec: bool,
+) -> bool {
+    let started = Instant::now();
+    let mut cursor = Args::new_at(args, if cmd.spec.name.contains('|') { 2 } else { 1 });
+    let result = {
+        let mut ctx = Ctx {
+            srv,
+            client,
+            spec: cmd.spec,
+            in_exec,
+            in_script: false,
+        };
+        (cmd.spec.handler)(&mut ctx, &mut cursor)
+    };
+    let ok = result.is_ok();
+    if let Err(e) = result {
+        client.reply.error_line(&e.text());
+        srv.stats.error(e.code());
+        srv.stats.cmd(cmd.id).failed += 1;
+    }
+    let st = srv.stats.cmd(cmd.id);
+    st.calls += 1;
+    st.usec += started.elapsed().as_micros() as u64;
+    srv.stats.commands_processed += 1;
+    client.commands += 1;
+    client.last_cmd = cmd.spec.name;
+    if !srv.monitors.is_empty() && !cmd.spec.has(flags::SKIP_MONITOR | flags::ADMIN) {
+        crate::server::monitor::feed(srv, client, args);
+    }
+    ok
+}
+
+/// What follows every top-level command: publish keyspace events and serve
+/// clients blocked on keys that became ready.
+pub fn after_command(srv: &mut Server, client: &mut Client) {
+    notify::flush(srv, client);
+    blocking::serve_ready(srv, client);
+}

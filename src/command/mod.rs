@@ -1,0 +1,10 @@
+//! Commands: the spec type, the argument cursor, the table and dispatch.
+
+pub mod args;
+pub mod dispatch;
+pub mod spec;
+pub mod table;
+
+pub use args::{Args, Argv};
+pub use spec::{flags, CommandSpec};
+pub use table::CmdRef;

@@ -1,0 +1,381 @@
+//! A chained hash table keyed by bytes, with Redis's SCAN cursor guarantee.
+//!
+//! Invariants:
+//! - `buckets.len()` is 0 or a power of two; an entry lives in bucket `hash & mask`.
+//! - The table doubles when `len > buckets` and halves when it is under 1/8 full,
+//!   so chains stay short; a resize rehashes everything at once.
+//! - [`Dict::scan`] walks buckets in reverse-binary order (Redis's `dictScan`):
+//!   a key present for the whole of a scan is returned at least once, whatever
+//!   resizes happen between calls, because growing or shrinking a power-of-two
+//!   table maps each bucket onto buckets that share its low bits.
+
+use std::hash::BuildHasher;
+
+type Link<V> = Option<Box<Entry<V>>>;
+
+struct Entry<V> {
+    key: Box<[u8]>,
+    val: V,
+    next: Link<V>,
+}
+
+/// Hash table from byte strings to `V`.
+pub struct Dict<V> {
+    buckets: Vec<Link<V>>,
+    len: usize,
+    hasher: foldhash::quality::RandomState,
+}
+
+impl<V> Default for Dict<V> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+const MIN_SIZE: usize = 4;
+
+impl<V> Dict<V> {
+    pub fn new() -> Self {
+        Dict {
+            buckets: Vec::new(),
+            len: 0,
+            hasher: foldhash::quality::RandomState::default(),
+        }
+    }
+
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Number of buckets (what Redis reports as the table size).
+    pub fn slots(&self) -> usize {
+        self.buckets.len()
+    }
+
+    #[inline]
+    fn hash(&self, key: &[u8]) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
+    #[inline]
+    fn index(&self, key: &[u8]) -> usize {
+        (self.hash(key) as usize) & (self.buckets.len() - 1)
+    }
+
+    pub fn get(&self, key: &[u8]) -> Option<&V> {
+        if self.len == 0 {
+            return None;
+        }
+        let mut cur = self.buckets[self.index(key)].as_deref();
+        while let Some(e) = cur {
+            if &*e.key == key {
+                return Some(&e.val);
+            }
+            cur = e.next.as_deref();
+        }
+        None
+    }
+
+    pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut V> {
+        if self.len == 0 {
+            return None;
+        }
+        let i = self.index(key);
+        let mut cur = self.buckets[i].as_deref_mut();
+        while let Some(e) = cur {
+            if &*e.key == key {
+                return Some(&mut e.val);
+            }
+            cur = e.next.as_deref_mut();
+        }
+        None
+    }
+
+    /// The stored key and value (the key is the table's own copy).
+    pub fn get_key_value(&self, key: &[u8]) -> Option<(&[u8], &V)> {
+        if self.len == 0 {
+            return None;
+        }
+        let mut cur = self.buckets[self.index(key)].as_deref();
+        while let Some(e) = cur {
+            if &*e.key == key {
+                return Some((&e.key, &e.val));
+            }
+            cur = e.next.as_deref();
+        }
+        None
+    }
+
+    pub fn contains_key(&self, key: &[u8]) -> bool {
+        self.get(key).is_some()
+    }
+
+    /// Inserts or replaces; returns the previous value.
+    pub fn insert(&mut self, key: &[u8], val: V) -> Option<V> {
+        if let Some(slot) = self.get_mut(key) {
+            return Some(std::mem::replace(slot, val));
+        }
+        self.insert_new(key.into(), val);
+        None
+    }
+
+    /// Inserts a key known to be absent.
+    pub fn insert_new(&mut self, key: Box<[u8]>, val: V) -> &mut V {
+        if self.len >= self.buckets.len() {
+            let size = (self.buckets.len() * 2).max(MIN_SIZE);
+            self.resize(size);
+        }
+        let i = self.index(&key);
+        let next = self.buckets[i].take();
+        self.buckets[i] = Some(Box::new(Entry { key, val, next }));
+        self.len += 1;
+        &mut self.buckets[i].as_mut().unwrap().val
+    }
+
+    /// The value for `key`, inserting `make()` first when absent. The bool is true when inserted.
+    pub fn get_or_insert_with(&mut self, key: &[u8], make: impl FnOnce() -> V) -> (&mut V, bool) {
+        // Two lookups keep the borrow checker simple; the second one is rare.
+        if self.get(key).is_some() {
+            return (self.get_mut(key).unwrap(), false);
+        }
+        (self.insert_new(key.into(), make()), true)
+    }
+
+    pub fn remove(&mut self, key: &[u8]) -> Option<V> {
+        self.remove_entry(key).map(|(_, v)| v)
+    }
+
+    pub fn remove_entry(&mut self, key: &[u8]) -> Option<(Box<[u8]>, V)> {
+        if self.len == 0 {
+            return None;
+        }
+        let i = self.index(key);
+        let mut link = &mut self.buckets[i];
+        loop {
+            match link {
+                None => return None,
+                Some(e) if &*e.key == key => {
+                    let mut boxed = link.take().unwrap();
+                    *link = boxed.next.take();
+                    self.len -= 1;
+                    let out = (boxed.key, boxed.val);
+                    self.maybe_shrink();
+                    return Some(out);
+                }
+                Some(e) => link = &mut e.next,
+            }
+        }
+    }
+
+    fn maybe_shrink(&mut self) {
+        let size = self.buckets.len();
+        if size > MIN_SIZE && self.len * 8 < size {
+            self.resize((self.len.next_power_of_two()).max(MIN_SIZE));
+        }
+    }
+
+    fn resize(&mut self, size: usize) {
+        let old = std::mem::replace(&mut self.buckets, (0..size).map(|_| None).collect());
+        for mut link in old {
+            while let Some(mut e) = link {
+                link = e.next.take();
+                let i = (self.hasher.hash_one(&*e.key) as usize) & (size - 1);
+                e.next = self.buckets[i].take();
+                self.buckets[i] = Some(e);
+            }
+        }
+    }
+
+    pub fn clear(&mut self) {
+        // Drop chains iteratively so a long chain cannot overflow the stack.
+        for link in self.buckets.iter_mut() {
+            let mut cur = link.take();
+            while let Some(mut e) = cur {
+                cur = e.next.take();
+            }
+        }
+        self.buckets = Vec::new();
+        self.len = 0;
+    }
+
+    pub fn iter(&self) -> Iter<'_, V> {
+        Iter {
+            buckets: &self.buckets,
+            bucket: 0,
+            cur: None,
+        }
+    }
+
+    /// Visits every entry mutably.
+    pub fn for_each_mut(&mut self, mut f: impl FnMut(&[u8], &mut V)) {
+        for link in self.buckets.iter_mut() {
+            let mut cur = link.as_deref_mut();
+            while let Some(e) = cur {
+                f(&e.key, &mut e.val);
+                cur = e.next.as_deref_mut();
+            }
+        }
+    }
+
+    /// Keeps only the entries for which `keep` is true.
+    pub fn retain(&mut self, mut keep: impl FnMut(&[u8], &mut V) -> bool) {
+        let mut removed = 0;
+        for link in self.buckets.iter_mut() {
+            let mut cur = link.take();
+            let mut kept: Link<V> = None;
+            while let Some(mut e) = cur {
+                cur = e.next.take();
+                if keep(&e.key, &mut e.val) {
+                    e.next = kept;
+                    kept = Some(e);
+                } else {
+                    removed += 1;
+                }
+            }
+            *link = kept;
+        }
+        self.len -= removed;
+        self.maybe_shrink();
+    }
+
+    /// One SCAN step: visits one bucket (and, after a resize, the buckets it
+    /// maps to) and returns the next cursor, 0 when the iteration is complete.
+    pub fn scan(&self, cursor: u64, mut f: impl FnMut(&[u8], &V)) -> u64 {
+        if self.buckets.is_empty() {
+            return 0;
+        }
+        let mask = (self.buckets.len() - 1) as u64;
+        let mut v = cursor;
+        let mut cur = self.buckets[(v & mask) as usize].as_deref();
+        while let Some(e) = cur {
+            f(&e.key, &e.val);
+            cur = e.next.as_deref();
+        }
+        // Increment the reversed cursor (Redis's dictScan).
+        v |= !mask;
+        v = v.reverse_bits();
+        v = v.wrapping_add(1);
+        v.reverse_bits()
+    }
+
+    /// A random entry, choosing a random non-empty bucket then a random entry
+    /// in its chain (Redis's `dictGetRandomKey`). `rand` returns uniform u64s.
+    pub fn random(&self, mut rand: impl FnMut() -> u64) -> Option<(&[u8], &V)> {
+        if self.len == 0 {
+            return None;
+        }
+        let mask = self.buckets.len() - 1;
+        loop {
+            let i = (rand() as usize) & mask;
+            if let Some(head) = self.buckets[i].as_deref() {
+                let mut n = 0;
+                let mut cur = Some(head);
+                while let Some(e) = cur {
+                    n += 1;
+                    cur = e.next.as_deref();
+                }
+                let mut pick = (rand() % n) as usize;
+                let mut cur = head;
+                while pick > 0 {
+                    cur = cur.next.as_deref().unwrap();
+                    pick -= 1;
+                }
+                return Some((&cur.key, &cur.val));
+            }
+        }
+    }
+}
+
+impl<V> Drop for Dict<V> {
+    fn drop(&mut self) {
+        self.clear();
+    }
+}
+
+pub struct Iter<'a, V> {
+    buckets: &'a [Link<V>],
+    bucket: usize,
+    cur: Option<&'a Entry<V>>,
+}
+
+impl<'a, V> Iterator for Iter<'a, V> {
+    type Item = (&'a [u8], &'a V);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(e) = self.cur {
+                self.cur = e.next.as_deref();
+                return Some((&e.key, &e.val));
+            }
+            if self.bucket >= self.buckets.len() {
+                return None;
+            }
+            self.cur = self.buckets[self.bucket].as_deref();
+            self.bucket += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn insert_get_remove() {
+        let mut d = Dict::new();
+        for i in 0..1000u32 {
+            assert!(d.insert(&i.to_be_bytes(), i).is_none());
+        }
+        assert_eq!(d.len(), 1000);
+        for i in 0..1000u32 {
+            assert_eq!(d.get(&i.to_be_bytes()), Some(&i));
+        }
+        for i in 0..990u32 {
+            assert_eq!(d.remove(&i.to_be_bytes()), Some(i));
+        }
+        assert_eq!(d.len(), 10);
+        assert!(d.slots() <= 16);
+        assert_eq!(d.iter().count(), 10);
+    }
+
+    #[test]
+    fn scan_returns_every_stable_key_across_resizes() {
+        let mut d = Dict::new();
+        for i in 0..500u32 {
+            d.insert(format!("stable{i}").as_bytes(), ());
+        }
+        let mut seen = HashSet::new();
+        let mut cursor = 0;
+        let mut step = 0;
+        loop {
+            cursor = d.scan(cursor, |k, _| {
+                seen.insert(k.to_vec());
+            });
+            // Grow and shrink the table while the scan is in progress.
+            step += 1;
+            if step % 7 == 0 {
+                for j in 0..300u32 {
+                    d.insert(format!("tmp{step}-{j}").as_bytes(), ());
+                }
+            } else if step % 5 == 0 {
+                d.retain(|k, _| k.starts_with(b"stable"));
+            }
+            if cursor == 0 {
+                break;
+            }
+        }
+        for i in 0..500u32 {
+            assert!(
+                seen.contains(format!("stable{i}").as_bytes()),
+                "missing {i}"
+            );
+        }
+    }
+}

@@ -1,0 +1,82 @@
+//! The value stored under a key: one variant per Redis data type.
+
+use crate::types::{hash::Hash, list::List, set::Set, string::Str, zset::ZSet};
+
+/// A key's value. Each type's representation (and its compact small encoding)
+/// lives in `types/`, free of RESP.
+pub enum Value {
+    Str(Str),
+    List(List),
+    Hash(Hash),
+    Set(Set),
+    ZSet(Box<ZSet>),
+}
+
+/// The type names `TYPE` and `SCAN ... TYPE` use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Str,
+    List,
+    Hash,
+    Set,
+    ZSet,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Str => "string",
+            Kind::List => "list",
+            Kind::Hash => "hash",
+            Kind::Set => "set",
+            Kind::ZSet => "zset",
+        }
+    }
+
+    /// Parses a `TYPE` filter name (case-insensitive, as SCAN accepts).
+    pub fn from_name(name: &[u8]) -> Option<Kind> {
+        let lower = name.to_ascii_lowercase();
+        Some(match &lower[..] {
+            b"string" => Kind::Str,
+            b"list" => Kind::List,
+            b"hash" => Kind::Hash,
+            b"set" => Kind::Set,
+            b"zset" => Kind::ZSet,
+            _ => return None,
+        })
+    }
+}
+
+impl Value {
+    pub fn kind(&self) -> Kind {
+        match self {
+            Value::Str(_) => Kind::Str,
+            Value::List(_) => Kind::List,
+            Value::Hash(_) => Kind::Hash,
+            Value::Set(_) => Kind::Set,
+            Value::ZSet(_) => Kind::ZSet,
+        }
+    }
+
+    /// The name `OBJECT ENCODING` answers, at Redis's thresholds.
+    pub fn encoding(&self) -> &'static str {
+        match self {
+            Value::Str(s) => s.encoding(),
+            Value::List(l) => l.encoding(),
+            Value::Hash(h) => h.encoding(),
+            Value::Set(s) => s.encoding(),
+            Value::ZSet(z) => z.encoding(),
+        }
+    }
+
+    /// An independent copy (for `COPY`).
+    pub fn deep_clone(&self) -> Value {
+        match self {
+            Value::Str(s) => Value::Str(s.clone()),
+            Value::List(l) => Value::List(l.clone()),
+            Value::Hash(h) => Value::Hash(h.clone()),
+            Value::Set(s) => Value::Set(s.clone()),
+            Value::ZSet(z) => Value::ZSet(z.clone()),
+        }
+    }
+}

@@ -1,0 +1,187 @@
+//! Oxidis: a Redis-compatible in-memory server.
+//!
+//! A request flows `server::conn` (socket) → `resp::decode` (frames) →
+//! `command::dispatch` (lookup, arity, auth, MULTI queue, pub/sub rules) →
+//! a handler in `cmd::<family>` (parse arguments, then act) → `db` and
+//! `types` (keyspace and data structures, no RESP) → `resp::encode` into the
+//! client's output buffer → one write back to the socket. One thread owns all
+//! data: handlers are synchronous, so MULTI/EXEC and scripts are atomic.
+//!
+//! [`start`] runs a server on its own thread for tests and embedding.
+
+pub mod clock;
+pub mod cmd;
+pub mod command;
+pub mod config;
+pub mod db;
+pub mod error;
+pub mod log;
+pub mod resp;
+pub mod server;
+pub mod types;
+
+use std::cell::RefCell;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use tokio::sync::Notify;
+
+pub use config::Config;
+
+/// The version Oxidis reports as `redis_version`: the Redis it matches.
+pub const REDIS_VERSION: &str = "7.0.15";
+pub const REDIS_VERSION_NUM: i64 = 0x00070015;
+
+/// A server running on its own thread.
+pub struct Handle {
+    tcp: Vec<SocketAddr>,
+    unix: Option<String>,
+    stop: Arc<Notify>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Handle {
+    /// The first TCP address (with `port 0` in the config, the OS picks a free port).
+    pub fn addr(&self) -> SocketAddr {
+        self.tcp[0]
+    }
+
+    pub fn tcp_addrs(&self) -> &[SocketAddr] {
+        &self.tcp
+    }
+
+    pub fn unix_path(&self) -> Option<&str> {
+        self.unix.as_deref()
+    }
+
+    /// Stops the server and waits for its thread.
+    pub fn shutdown(mut self) {
+        self.stop_and_join();
+    }
+
+    fn stop_and_join(&mut self) {
+        self.stop.notify_one();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+
+    /// Waits until the server stops by itself (SHUTDOWN).
+    pub fn wait(mut self) {
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.stop_and_join();
+    }
+}
+
+/// Starts a server for tests: listens as configured, except that a `port` of
+/// 0 here means "any free port" (unlike redis-server, where it means no TCP),
+/// unless a unix socket is configured.
+pub fn start(mut config: Config) -> std::io::Result<Handle> {
+    let ephemeral = config.port == 0 && config.unixsocket.is_none();
+    if ephemeral {
+        config.bind = vec!["127.0.0.1".into()];
+    }
+    run_on_thread(config, ephemeral, false)
+}
+
+fn run_on_thread(config: Config, ephemeral: bool, signals: bool) -> std::io::Result<Handle> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stop = Arc::new(Notify::new());
+    let stop2 = stop.clone();
+    let thread = std::thread::Builder::new()
+        .name("oxidis".into())
+        .spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("tokio runtime");
+            let local = tokio::task::LocalSet::new();
+            local.block_on(&rt, async move {
+                let bound = if ephemeral {
+                    tokio::net::TcpListener::bind("127.0.0.1:0")
+                        .await
+                        .map(|l| (vec![l], None))
+                } else {
+                    server::listener::bind(&config).await
+                };
+                match bound {
+                    Ok((tcp, unix)) => {
+                        let addrs = tcp
+                            .iter()
+                            .filter_map(|l| l.local_addr().ok())
+                            .collect::<Vec<_>>();
+                        let path = config.unixsocket.clone();
+                        let srv = Rc::new(RefCell::new(server::Server::new(config)));
+                        if let Some(a) = addrs.first() {
+                            srv.borrow_mut().config.port = a.port();
+                        }
+                        let _ = tx.send(Ok((addrs, path)));
+                        server::listener::run(srv, tcp, unix, stop2, signals).await;
+                    }
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                    }
+                }
+            });
+        })?;
+    let (tcp, unix) = rx
+        .recv()
+        .map_err(|_| std::io::Error::other("server thread exited"))??;
+    Ok(Handle {
+        tcp,
+        unix,
+        stop,
+        thread: Some(thread),
+    })
+}
+
+/// Runs `oxidis-server` as a process: logs like redis-server, handles
+/// SIGTERM/SIGINT, and returns when the server shuts down.
+pub fn run_main(config: Config) -> std::io::Result<()> {
+    log::configure(config.loglevel, config.logfile.clone());
+    log::notice("oO0OoO0OoO0Oo Oxidis is starting oO0OoO0OoO0Oo");
+    log::notice(&format!(
+        "Oxidis {} (Redis version={REDIS_VERSION}, bits=64), pid={}, just started",
+        env!("CARGO_PKG_VERSION"),
+        std::process::id()
+    ));
+    if config.config_file.is_none() {
+        log::warning("Warning: no config file specified, using the default config. In order to specify a config file use oxidis-server /path/to/redis.conf");
+    } else {
+        log::notice("Configuration loaded");
+    }
+    for w in &config.warnings {
+        log::warning(w);
+    }
+    for (name, value) in config.inert_settings() {
+        log::warning(&format!(
+            "Oxidis accepts '{name} {value}' but does not act on it yet"
+        ));
+    }
+    if let Some(pid) = &config.pidfile {
+        let _ = std::fs::write(pid, format!("{}\n", std::process::id()));
+    }
+    let port = config.port;
+    let unix = config.unixsocket.clone();
+    let handle = run_on_thread(config, false, true)?;
+    if port != 0 {
+        log::notice(&format!("Running mode=standalone, port={port}."));
+    }
+    log::notice("Server initialized");
+    if let Some(u) = unix {
+        log::notice(&format!(
+            "The server is now ready to accept connections at {u}"
+        ));
+    }
+    log::notice("Ready to accept connections tcp");
+    handle.wait();
+    Ok(())
+}

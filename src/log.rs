@@ -1,0 +1,96 @@
+//! Redis-style log lines: `pid:M 22 Nov 2026 02:52:14.123 * message`.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use parking_lot::Mutex;
+
+static LEVEL: AtomicUsize = AtomicUsize::new(2);
+static FILE: Mutex<Option<String>> = Mutex::new(None);
+
+/// Sets the level (0 debug .. 3 warning) and the file ("" for stdout).
+pub fn configure(level: usize, logfile: Option<String>) {
+    LEVEL.store(level, Ordering::Relaxed);
+    *FILE.lock() = logfile;
+}
+
+fn civil(days: i64) -> (i64, u32, u32) {
+    // Howard Hinnant's days-to-civil.
+    let z = days + 719468;
+    let era = z.div_euclid(146097);
+    let doe = z - era * 146097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+fn timestamp() -> String {
+    let us = crate::clock::real_now_us();
+    let secs = us / 1_000_000;
+    let (y, m, d) = civil(secs.div_euclid(86400));
+    let rem = secs.rem_euclid(86400);
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    format!(
+        "{:02} {} {} {:02}:{:02}:{:02}.{:03}",
+        d,
+        MONTHS[m as usize - 1],
+        y,
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        (us % 1_000_000) / 1000
+    )
+}
+
+fn write(level: usize, msg: &str) {
+    if level < LEVEL.load(Ordering::Relaxed) {
+        return;
+    }
+    let mark = ['.', '-', '*', '#'][level.min(3)];
+    let line = format!(
+        "{}:M {} {} {}\n",
+        std::process::id(),
+        timestamp(),
+        mark,
+        msg
+    );
+    let file = FILE.lock().clone();
+    match file {
+        Some(path) if !path.is_empty() => {
+            if let Ok(mut f) = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+            {
+                let _ = f.write_all(line.as_bytes());
+            }
+        }
+        _ => {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(line.as_bytes());
+            let _ = out.flush();
+        }
+    }
+}
+
+pub fn debug(msg: &str) {
+    write(0, msg);
+}
+
+pub fn verbose(msg: &str) {
+    write(1, msg);
+}
+
+pub fn notice(msg: &str) {
+    write(2, msg);
+}
+
+pub fn warning(msg: &str) {
+    write(3, msg);
+}

@@ -1,0 +1,128 @@
+//! Blocking commands: registering waiters, serving them when keys become ready, timeouts.
+//!
+//! Invariants: a blocked client appears once in `Db::waiters` for each of its
+//! keys, in arrival order, and nowhere else; `Client::blocked` is Some exactly
+//! while it is registered. A ready key is served after the command that made
+//! it ready has finished (or the whole EXEC or script), never in the middle.
+
+use super::client::{Blocked, Client};
+use super::{Ctx, Server};
+use crate::command::dispatch::call;
+use crate::command::table::CmdRef;
+use crate::db::Kind;
+
+/// Blocks the running client on `keys` until one holds a value of `kind`, or
+/// until `timeout_ms` (0 = forever) passes. Inside MULTI or a script the
+/// command must not block: callers check `ctx.in_exec` first and answer as
+/// on timeout.
+pub fn block(
+    ctx: &mut Ctx,
+    keys: Vec<Box<[u8]>>,
+    kind: Kind,
+    timeout_ms: i64,
+    args: &crate::command::Args,
+) {
+    let db = ctx.client.db;
+    let deadline_ms = (timeout_ms > 0).then(|| crate::clock::now_ms() + timeout_ms);
+    for k in &keys {
+        let q = ctx.srv.ks.dbs[db].waiters.entry(k.clone()).or_default();
+        if !q.contains(&ctx.client.id) {
+            q.push_back(ctx.client.id);
+        }
+    }
+    let cmd = crate::command::table::table()
+        .lookup(ctx.spec.name.as_bytes())
+        .expect("blocking command in table");
+    ctx.client.blocked = Some(Blocked {
+        db,
+        keys,
+        kind,
+        deadline_ms,
+        argv: args.to_owned(),
+        spec: ctx.spec,
+        id: cmd.id,
+    });
+}
+
+/// Removes a client from every waiter list (unblocked, timed out, disconnected).
+pub fn unregister(srv: &mut Server, client: &mut Client) -> Option<Blocked> {
+    let b = client.blocked.take()?;
+    let db = &mut srv.ks.dbs[b.db];
+    for k in &b.keys {
+        if let Some(q) = db.waiters.get_mut(k) {
+            q.retain(|&id| id != client.id);
+            if q.is_empty() {
+                db.waiters.remove(k);
+            }
+        }
+    }
+    Some(b)
+}
+
+/// Answers a blocked client as on timeout (null array) and unblocks it.
+pub fn time_out(srv: &mut Server, client: &mut Client) {
+    if unregister(srv, client).is_some() {
+        client.reply.null_array();
+    }
+}
+
+/// Serves clients waiting on keys that became ready, first come first served,
+/// until no key is ready any more (serving one may make another ready).
+pub fn serve_ready(srv: &mut Server, current: &mut Client) {
+    loop {
+        let mut ready = Vec::new();
+        for (i, db) in srv.ks.dbs.iter_mut().enumerate() {
+            for k in db.ready.drain(..) {
+                ready.push((i, k));
+            }
+        }
+        if ready.is_empty() {
+            return;
+        }
+        for (db, key) in ready {
+            serve_key(srv, current, db, &key);
+        }
+    }
+}
+
+fn serve_key(srv: &mut Server, current: &mut Client, db: usize, key: &[u8]) {
+    loop {
+        let Some(&id) = srv.ks.dbs[db].waiters.get(key).and_then(|q| q.front()) else {
+            return;
+        };
+        let Some(cell) = srv.clients.get(&id).cloned() else {
+            // A client that left without cleaning up; drop it from the queue.
+            srv.ks.dbs[db].waiters.get_mut(key).map(|q| q.pop_front());
+            continue;
+        };
+        if id == current.id {
+            return;
+        }
+        let mut waiter = cell.state.borrow_mut();
+        let kind = match &waiter.blocked {
+            Some(b) => b.kind,
+            None => return,
+        };
+        match srv.ks.dbs[db].peek(key) {
+            Some(v) if v.kind() == kind && !srv.ks.dbs[db].is_expired(key) => {}
+            _ => return,
+        }
+        // The client cannot change database while blocked, so it runs in b.db.
+        let b = unregister(srv, &mut waiter).unwrap();
+        let cmd = CmdRef {
+            id: b.id,
+            spec: b.spec,
+        };
+        call(srv, &mut waiter, cmd, &b.argv.args(), false);
+        crate::server::notify::flush(srv, &mut waiter);
+        let blocked_again = waiter.blocked.is_some();
+        if !blocked_again {
+            waiter.unblocked = true;
+        }
+        drop(waiter);
+        cell.wake.notify_one();
+        if blocked_again {
+            return;
+        }
+    }
+}

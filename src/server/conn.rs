@@ -1,0 +1,199 @@
+//! One connection: read everything available, run every complete request,
+//! write all replies with one write; wait on the socket, a wake-up, or a timer.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::Duration;
+
+use bytes::{Buf, BytesMut};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use super::client::{Client, ClientCell};
+use super::{blocking, Server};
+use crate::command::args::{Args, Argv};
+use crate::command::dispatch::dispatch;
+use crate::resp::decode::{self, Limits, Parsed};
+
+const READ_CHUNK: usize = 16 * 1024;
+/// Buffers above this size are released once empty, so one big request or
+/// reply does not pin memory for the life of the connection.
+const KEEP_CAPACITY: usize = 1024 * 1024;
+
+/// Serves one client until it quits, is killed, or the socket closes.
+pub async fn serve<S>(srv: Rc<RefCell<Server>>, cell: Rc<ClientCell>, mut stream: S)
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let mut inbuf = BytesMut::with_capacity(READ_CHUNK);
+    let mut ranges: Vec<(usize, usize)> = Vec::with_capacity(16);
+    let mut need = 1usize;
+    let mut outbuf = BytesMut::new();
+    loop {
+        let (close, deadline_ms, idle_secs, blocked) = {
+            let mut s = srv.borrow_mut();
+            let mut c = cell.state.borrow_mut();
+            c.unblocked = false;
+            process(&mut s, &mut c, &mut inbuf, &mut ranges, &mut need);
+            c.qbuf = inbuf.len();
+            let idle = if c.blocked.is_none()
+                && c.subscription_count() == 0
+                && c.shard_channels.is_empty()
+            {
+                s.config.timeout_secs
+            } else {
+                0
+            };
+            (
+                c.close_after_reply || cell.kill.get(),
+                c.blocked.as_ref().and_then(|b| b.deadline_ms),
+                idle,
+                c.blocked.is_some(),
+            )
+        };
+        if flush(&srv, &cell, &mut stream, &mut outbuf).await.is_err() {
+            break;
+        }
+        if close {
+            break;
+        }
+        if !blocked && inbuf.len() >= need && need > 0 && !inbuf.is_empty() {
+            // Woken with requests still buffered (e.g. after being unblocked).
+            continue;
+        }
+        if inbuf.is_empty() && inbuf.capacity() > KEEP_CAPACITY {
+            inbuf = BytesMut::with_capacity(READ_CHUNK);
+        }
+        let want = need
+            .saturating_sub(inbuf.len())
+            .clamp(READ_CHUNK, KEEP_CAPACITY);
+        if inbuf.capacity() - inbuf.len() < want {
+            inbuf.reserve(want);
+        }
+        let sleep_deadline = async {
+            match deadline_ms {
+                Some(at) => {
+                    let ms = (at - crate::clock::real_now_us() / 1000).max(0) as u64;
+                    tokio::time::sleep(Duration::from_millis(ms)).await
+                }
+                None => std::future::pending().await,
+            }
+        };
+        let idle = async {
+            if idle_secs > 0 {
+                tokio::time::sleep(Duration::from_secs(idle_secs)).await
+            } else {
+                std::future::pending().await
+            }
+        };
+        tokio::select! {
+            r = stream.read_buf(&mut inbuf) => match r {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    let mut s = srv.borrow_mut();
+                    s.stats.net_input_bytes += n as u64;
+                    cell.state.borrow_mut().net_in += n as u64;
+                }
+            },
+            _ = cell.wake.notified() => {}
+            _ = sleep_deadline => {
+                let mut s = srv.borrow_mut();
+                let mut c = cell.state.borrow_mut();
+                crate::clock::begin_command();
+                blocking::time_out(&mut s, &mut c);
+            }
+            _ = idle => {
+                break;
+            }
+        }
+    }
+    let _ = stream.shutdown().await;
+    let mut s = srv.borrow_mut();
+    let mut c = cell.state.borrow_mut();
+    super::listener::remove_client(&mut s, &mut c);
+}
+
+/// Writes whatever the client has queued, including output other clients
+/// added while an earlier write was in flight.
+async fn flush<S: AsyncWrite + Unpin>(
+    srv: &Rc<RefCell<Server>>,
+    cell: &Rc<ClientCell>,
+    stream: &mut S,
+    outbuf: &mut BytesMut,
+) -> std::io::Result<()> {
+    loop {
+        {
+            let mut c = cell.state.borrow_mut();
+            if c.reply.buf.is_empty() {
+                if c.reply.buf.capacity() > KEEP_CAPACITY {
+                    c.reply.buf = BytesMut::with_capacity(READ_CHUNK);
+                }
+                return Ok(());
+            }
+            std::mem::swap(&mut c.reply.buf, outbuf);
+        }
+        stream.write_all(outbuf).await?;
+        let n = outbuf.len() as u64;
+        srv.borrow_mut().stats.net_output_bytes += n;
+        cell.state.borrow_mut().net_out += n;
+        outbuf.clear();
+        if outbuf.capacity() > KEEP_CAPACITY {
+            *outbuf = BytesMut::new();
+        }
+    }
+}
+
+/// Runs every complete request in `inbuf`, stopping early when the client
+/// blocks or must close.
+fn process(
+    srv: &mut Server,
+    c: &mut Client,
+    inbuf: &mut BytesMut,
+    ranges: &mut Vec<(usize, usize)>,
+    need: &mut usize,
+) {
+    loop {
+        if c.blocked.is_some() || c.close_after_reply || inbuf.len() < *need || inbuf.is_empty() {
+            return;
+        }
+        let limits = Limits {
+            max_bulk: srv.config.proto_max_bulk_len,
+            authenticated: c.authenticated,
+        };
+        match decode::parse(&inbuf[..], ranges, limits) {
+            Parsed::Incomplete { need: n } => {
+                *need = n;
+                return;
+            }
+            Parsed::Error(msg) => {
+                c.reply.error_line(&format!("ERR Protocol error: {msg}"));
+                c.close_after_reply = true;
+                crate::log::verbose(&format!(
+                    "Protocol error ({msg}) from client: id={} addr={}",
+                    c.id, c.addr
+                ));
+                return;
+            }
+            Parsed::Command { consumed, inline } => {
+                *need = 1;
+                if !ranges.is_empty() {
+                    c.last_interaction = std::time::Instant::now();
+                    if inline {
+                        let argv = Argv::from_slices(
+                            ranges
+                                .iter()
+                                .map(|&(s, e)| decode::inline_word(&inbuf[s..e]))
+                                .collect::<Vec<_>>()
+                                .iter()
+                                .map(|v| &v[..]),
+                        );
+                        dispatch(srv, c, &argv.args());
+                    } else {
+                        let args = Args::new(&inbuf[..], ranges);
+                        dispatch(srv, c, &args);
+                    }
+                }
+                inbuf.advance(consumed);
+            }
+        }
+    }
+}

@@ -1,0 +1,228 @@
+//! Listening sockets (TCP and unix), the accept loop, the cron, and shutdown.
+
+use std::cell::{Cell, RefCell};
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::time::Duration;
+
+use tokio::net::{TcpListener, UnixListener};
+use tokio::sync::Notify;
+
+use super::client::{Client, ClientCell, ConnKind};
+use super::Server;
+use crate::config::Config;
+use crate::log;
+
+/// What the listener reports once it accepts connections.
+#[derive(Clone, Debug)]
+pub struct Bound {
+    pub tcp: Vec<SocketAddr>,
+    pub unix: Option<String>,
+}
+
+/// Binds the configured sockets, as Redis does: each `bind` address on
+/// `port` (none when the port is 0) plus the unix socket.
+pub async fn bind(config: &Config) -> std::io::Result<(Vec<TcpListener>, Option<UnixListener>)> {
+    let mut tcp = Vec::new();
+    if config.port != 0 {
+        let addrs: Vec<String> = if config.bind.is_empty() {
+            vec!["*".into()]
+        } else {
+            config.bind.clone()
+        };
+        for a in addrs {
+            // `-` prefix: optional address (Redis skips it when unavailable).
+            let optional = a.starts_with('-');
+            let host = a.trim_start_matches('-');
+            let host = match host {
+                "*" => "0.0.0.0",
+                "::*" => "::",
+                h => h,
+            };
+            let addr = if host.contains(':') {
+                format!("[{host}]:{}", config.port)
+            } else {
+                format!("{host}:{}", config.port)
+            };
+            match TcpListener::bind(&addr).await {
+                Ok(l) => tcp.push(l),
+                Err(e) if optional || (host == "::" && !tcp.is_empty()) => {
+                    log::verbose(&format!("Skipping optional address {addr}: {e}"));
+                }
+                Err(e) => {
+                    log::warning(&format!(
+                        "Warning: Could not create server TCP listening socket {addr}: {e}"
+                    ));
+                    return Err(e);
+                }
+            }
+        }
+    }
+    let unix = match &config.unixsocket {
+        Some(path) => {
+            let _ = std::fs::remove_file(path);
+            let l = UnixListener::bind(path)?;
+            if config.unixsocketperm != 0 {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(
+                    path,
+                    std::fs::Permissions::from_mode(config.unixsocketperm),
+                )?;
+            }
+            Some(l)
+        }
+        None => None,
+    };
+    Ok((tcp, unix))
+}
+
+/// Registers a new client and spawns its connection task.
+fn accept_client<S>(
+    srv: &Rc<RefCell<Server>>,
+    stream: S,
+    addr: String,
+    laddr: String,
+    kind: ConnKind,
+) where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + 'static,
+{
+    let cell = {
+        let mut s = srv.borrow_mut();
+        s.stats.connections_received += 1;
+        let id = s.next_client_id;
+        s.next_client_id += 1;
+        let need_auth = s.config.requirepass.is_some();
+        let mut client = Client::new(id, addr, laddr, kind, need_auth);
+        if s.clients.len() >= s.config.maxclients {
+            s.stats.rejected_connections += 1;
+            client.reply.error_line("ERR max number of clients reached");
+            client.close_after_reply = true;
+        } else if s.config.protected_mode
+            && s.config.requirepass.is_none()
+            && s.config.bind.is_empty()
+            && kind == ConnKind::Tcp
+            && !is_loopback(&client.addr)
+        {
+            client.reply.error_line(PROTECTED_MODE_ERROR);
+            client.close_after_reply = true;
+        }
+        let cell = Rc::new(ClientCell {
+            state: RefCell::new(client),
+            wake: Notify::new(),
+            kill: Cell::new(false),
+        });
+        s.clients.insert(id, cell.clone());
+        cell
+    };
+    let srv = srv.clone();
+    tokio::task::spawn_local(async move {
+        super::conn::serve(srv, cell, stream).await;
+    });
+}
+
+fn is_loopback(addr: &str) -> bool {
+    addr.starts_with("127.") || addr.starts_with("[::1]") || addr.starts_with("::1")
+}
+
+const PROTECTED_MODE_ERROR: &str = "DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Set up an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.";
+
+/// Forgets a client that is gone: subscriptions, watches, blocking, monitors.
+pub fn remove_client(srv: &mut Server, c: &mut Client) {
+    super::blocking::unregister(srv, c);
+    crate::cmd::txn::unwatch_all(srv, c);
+    crate::cmd::pubsub::unsubscribe_all(srv, c);
+    srv.monitors.retain(|&id| id != c.id);
+    srv.clients.remove(&c.id);
+}
+
+/// Runs the server on the current thread until SHUTDOWN, a signal, or `stop`.
+pub async fn run(
+    srv: Rc<RefCell<Server>>,
+    tcp: Vec<TcpListener>,
+    unix: Option<UnixListener>,
+    stop: std::sync::Arc<Notify>,
+    handle_signals: bool,
+) {
+    for l in tcp {
+        let srv = srv.clone();
+        tokio::task::spawn_local(async move {
+            loop {
+                match l.accept().await {
+                    Ok((stream, peer)) => {
+                        let _ = stream.set_nodelay(true);
+                        let laddr = stream
+                            .local_addr()
+                            .map(|a| a.to_string())
+                            .unwrap_or_default();
+                        accept_client(&srv, stream, peer.to_string(), laddr, ConnKind::Tcp);
+                    }
+                    Err(e) => {
+                        log::warning(&format!("Accepting client connection: {e}"));
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                }
+            }
+        });
+    }
+    if let Some(l) = unix {
+        let srv = srv.clone();
+        let path = srv.borrow().config.unixsocket.clone().unwrap_or_default();
+        tokio::task::spawn_local(async move {
+            loop {
+                match l.accept().await {
+                    Ok((stream, _)) => accept_client(
+                        &srv,
+                        stream,
+                        format!("{path}:0"),
+                        path.clone(),
+                        ConnKind::Unix,
+                    ),
+                    Err(e) => {
+                        log::warning(&format!("Accepting client connection: {e}"));
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                }
+            }
+        });
+    }
+    {
+        let srv = srv.clone();
+        tokio::task::spawn_local(async move { super::cron::run(srv).await });
+    }
+    let shutdown = srv.borrow().shutdown_signal.clone();
+    if handle_signals {
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        let mut int =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok();
+        let term_fut = async {
+            match term.as_mut() {
+                Some(s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending().await,
+            }
+        };
+        let int_fut = async {
+            match int.as_mut() {
+                Some(s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = term_fut => log::warning("Received SIGTERM scheduling shutdown..."),
+            _ = int_fut => log::warning("Received SIGINT scheduling shutdown..."),
+            _ = shutdown.notified() => {}
+            _ = stop.notified() => {}
+        }
+    } else {
+        tokio::select! {
+            _ = shutdown.notified() => {}
+            _ = stop.notified() => {}
+        }
+    }
+    let mut s = srv.borrow_mut();
+    super::shutdown::finish(&mut s);
+}

@@ -1,0 +1,190 @@
+//! The server: shared state owned by the one data thread, and the context handlers run in.
+
+pub mod blocking;
+pub mod client;
+pub mod conn;
+pub mod cron;
+pub mod listener;
+pub mod monitor;
+pub mod notify;
+pub mod pubsub;
+pub mod shutdown;
+pub mod stats;
+
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::time::Instant;
+
+use crate::config::Config;
+use crate::db::{ClientId, Db, Keyspace};
+use crate::resp::encode::Reply;
+use client::{Client, ClientCell};
+
+/// Everything the data thread owns besides per-connection state.
+pub struct Server {
+    pub config: Config,
+    pub ks: Keyspace,
+    pub clients: HashMap<ClientId, Rc<ClientCell>>,
+    pub next_client_id: ClientId,
+    pub pubsub: pubsub::PubSub,
+    pub stats: stats::Stats,
+    /// Keyspace events raised by the current command, published after it.
+    pub events: Vec<notify::Event>,
+    /// Clients in MONITOR mode.
+    pub monitors: Vec<ClientId>,
+    pub started: Instant,
+    /// 40 hex characters, new at each start (INFO run_id).
+    pub run_id: String,
+    /// Set by SHUTDOWN or a signal; the listener loop stops when it is set.
+    pub shutdown: Option<ShutdownRequest>,
+    /// Notified when `shutdown` is set, to stop the listener loop.
+    pub shutdown_signal: Rc<tokio::sync::Notify>,
+    /// Clients paused by CLIENT PAUSE until this unix millisecond, and for which commands.
+    pub pause: Option<Pause>,
+    pub rng: Rng,
+    pub last_save_unix: i64,
+    /// Extension state for later families (scripting, tracking, ...).
+    pub ext: Extensions,
+}
+
+/// Per-family state that does not belong to the keyspace. Each family owns its field.
+#[derive(Default)]
+pub struct Extensions {}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShutdownRequest {
+    pub save: Option<bool>,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Pause {
+    pub until_ms: i64,
+    /// Only writes are paused (CLIENT PAUSE ... WRITE).
+    pub write_only: bool,
+}
+
+/// A small fast PRNG (xorshift64*), enough for sampling and RANDOMKEY.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed | 1)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+}
+
+impl Server {
+    pub fn new(config: Config) -> Server {
+        let seed = crate::clock::real_now_us() as u64 ^ (std::process::id() as u64) << 32;
+        let mut rng = Rng::new(seed);
+        let run_id = (0..40)
+            .map(|_| char::from_digit((rng.next_u64() % 16) as u32, 16).unwrap())
+            .collect();
+        Server {
+            ks: Keyspace::new(config.databases),
+            config,
+            clients: HashMap::new(),
+            next_client_id: 1,
+            pubsub: Default::default(),
+            stats: Default::default(),
+            events: Vec::new(),
+            monitors: Vec::new(),
+            started: Instant::now(),
+            run_id,
+            shutdown: None,
+            shutdown_signal: Rc::new(tokio::sync::Notify::new()),
+            pause: None,
+            rng,
+            last_save_unix: crate::clock::real_now_us() / 1_000_000,
+            ext: Extensions::default(),
+        }
+    }
+
+    /// Runs `f` on another client's state, or on `current` when it is that client
+    /// (the current client's cell is already borrowed by its task).
+    pub fn with_client<R>(
+        &self,
+        id: ClientId,
+        current: &mut Client,
+        f: impl FnOnce(&mut Client) -> R,
+    ) -> Option<R> {
+        if id == current.id {
+            return Some(f(current));
+        }
+        let cell = self.clients.get(&id)?;
+        let mut c = cell.state.try_borrow_mut().ok()?;
+        Some(f(&mut c))
+    }
+
+    /// Wakes a client's connection task (output queued, unblocked, or killed).
+    pub fn wake(&self, id: ClientId) {
+        if let Some(cell) = self.clients.get(&id) {
+            cell.wake.notify_one();
+        }
+    }
+}
+
+/// What a handler works with: the server and the client running the command.
+pub struct Ctx<'a> {
+    pub srv: &'a mut Server,
+    pub client: &'a mut Client,
+    /// The spec of the command being run.
+    pub spec: &'static crate::command::spec::CommandSpec,
+    /// True while running inside MULTI/EXEC or a script: blocking commands
+    /// must not block there.
+    pub in_exec: bool,
+    /// True while running on behalf of a script (redis.call).
+    pub in_script: bool,
+}
+
+impl<'a> Ctx<'a> {
+    /// The reply being written.
+    #[inline]
+    pub fn out(&mut self) -> &mut Reply {
+        &mut self.client.reply
+    }
+
+    /// The client's selected database.
+    #[inline]
+    pub fn db(&mut self) -> &mut Db {
+        &mut self.srv.ks.dbs[self.client.db]
+    }
+
+    /// The selected database and the reply at once, for handlers that read a
+    /// value and write it out.
+    #[inline]
+    pub fn db_out(&mut self) -> (&mut Db, &mut Reply) {
+        (&mut self.srv.ks.dbs[self.client.db], &mut self.client.reply)
+    }
+
+    /// Records a change to `key` in the selected database: WATCH versions,
+    /// the dirty counter and the keyspace event `event` of class `class`
+    /// (see [`notify`]). Every command that changes a key calls this once per
+    /// change, with the event name Redis uses.
+    pub fn modified(&mut self, key: &[u8], class: u32, event: &'static str) {
+        let db = self.client.db;
+        self.modified_in(db, key, class, event);
+    }
+
+    /// As [`Ctx::modified`], for a key in another database (MOVE, COPY ... DB).
+    pub fn modified_in(&mut self, db: usize, key: &[u8], class: u32, event: &'static str) {
+        self.srv.ks.dbs[db].touch(key);
+        self.srv.ks.dirty += 1;
+        notify::raise(self.srv, class, event, db, key);
+    }
+
+    /// A keyspace event with no WATCH touch or dirty count (e.g. `expire` on
+    /// a key whose TTL was set, already counted by `modified`).
+    pub fn event(&mut self, class: u32, event: &'static str, key: &[u8]) {
+        let db = self.client.db;
+        notify::raise(self.srv, class, event, db, key);
+    }
+}

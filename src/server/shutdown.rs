@@ -1,0 +1,17 @@
+//! Orderly shutdown: what SHUTDOWN and SIGTERM do before the process exits.
+
+use super::Server;
+use crate::log;
+
+pub fn finish(s: &mut Server) {
+    log::warning("User requested shutdown...");
+    if let Some(path) = &s.config.unixsocket {
+        log::notice("Removing the unix socket file.");
+        let _ = std::fs::remove_file(path);
+    }
+    if let Some(pid) = &s.config.pidfile {
+        log::notice("Removing the pid file.");
+        let _ = std::fs::remove_file(pid);
+    }
+    log::warning("Redis is now ready to exit, bye bye...");
+}

@@ -1,0 +1,64 @@
+//! Counters behind INFO stats, commandstats and errorstats.
+
+use std::collections::HashMap;
+
+/// Per-command counters (INFO commandstats).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CmdStat {
+    pub calls: u64,
+    pub usec: u64,
+    pub rejected: u64,
+    pub failed: u64,
+}
+
+#[derive(Default)]
+pub struct Stats {
+    pub connections_received: u64,
+    pub rejected_connections: u64,
+    pub commands_processed: u64,
+    pub net_input_bytes: u64,
+    pub net_output_bytes: u64,
+    pub evicted_keys: u64,
+    pub pubsub_messages: u64,
+    /// Indexed by the command id the table assigns.
+    pub commands: Vec<CmdStat>,
+    /// Error code (first word) → count.
+    pub errors: HashMap<String, u64>,
+    pub total_error_replies: u64,
+    /// Ops-per-second samples for `instantaneous_ops_per_sec`.
+    pub ops_samples: [u64; 16],
+    pub ops_sample_idx: usize,
+    pub last_sample_commands: u64,
+    pub last_sample_ms: i64,
+}
+
+impl Stats {
+    pub fn cmd(&mut self, id: usize) -> &mut CmdStat {
+        if id >= self.commands.len() {
+            self.commands.resize(id + 1, CmdStat::default());
+        }
+        &mut self.commands[id]
+    }
+
+    pub fn error(&mut self, code: String) {
+        self.total_error_replies += 1;
+        *self.errors.entry(code).or_insert(0) += 1;
+    }
+
+    /// Takes an ops/sec sample (called from the cron).
+    pub fn sample_ops(&mut self, now_ms: i64) {
+        let dt = now_ms - self.last_sample_ms;
+        if dt <= 0 {
+            return;
+        }
+        let ops = self.commands_processed - self.last_sample_commands;
+        self.ops_samples[self.ops_sample_idx] = ops * 1000 / dt as u64;
+        self.ops_sample_idx = (self.ops_sample_idx + 1) % self.ops_samples.len();
+        self.last_sample_commands = self.commands_processed;
+        self.last_sample_ms = now_ms;
+    }
+
+    pub fn instantaneous_ops(&self) -> u64 {
+        self.ops_samples.iter().sum::<u64>() / self.ops_samples.len() as u64
+    }
+}

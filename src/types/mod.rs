@@ -1,0 +1,9 @@
+//! Data structures behind the values, free of RESP and of the keyspace.
+
+pub mod glob;
+pub mod hash;
+pub mod list;
+pub mod number;
+pub mod set;
+pub mod string;
+pub mod zset;

@@ -1,0 +1,144 @@
+//! Number parsing and formatting with Redis's exact rules (`string2ll`, `strtod`, `%.17g`).
+
+pub use crate::resp::decode::parse_i64;
+
+/// Formats like C's `printf("%.17g", d)`, which is how Redis 7.0 replies with
+/// doubles (`addReplyDouble`), with `inf`/`-inf` spelled out.
+pub fn fmt_double(d: f64) -> String {
+    fmt_g(d, 17)
+}
+
+/// C's `%.<prec>g`.
+pub fn fmt_g(d: f64, prec: usize) -> String {
+    if d.is_nan() {
+        return "nan".into();
+    }
+    if d.is_infinite() {
+        return if d > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    if d == 0.0 {
+        return if d.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        };
+    }
+    let prec = prec.max(1);
+    // Scientific form with `prec` significant digits tells us the exponent
+    // after rounding, which decides between fixed and exponential notation.
+    let sci = format!("{:.*e}", prec - 1, d);
+    let (mant, exp) = sci.split_once('e').unwrap();
+    let exp: i32 = exp.parse().unwrap();
+    if exp < -4 || exp >= prec as i32 {
+        let mant = strip_zeros(mant);
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{mant}e{sign}{:02}", exp.abs())
+    } else {
+        let decimals = (prec as i32 - 1 - exp).max(0) as usize;
+        strip_zeros(&format!("{:.*}", decimals, d)).to_string()
+    }
+}
+
+fn strip_zeros(s: &str) -> &str {
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        s
+    }
+}
+
+/// Parses a double the way Redis's `getDoubleFromObject` does with `strtod`:
+/// no leading space, no trailing bytes, no NaN, no overflow to infinity or
+/// underflow to zero from a finite literal; `inf`/`infinity` in any case and
+/// hexadecimal floats are accepted.
+pub fn parse_f64(s: &[u8]) -> Option<f64> {
+    if s.is_empty() || s[0].is_ascii_whitespace() {
+        return None;
+    }
+    let text = std::str::from_utf8(s).ok()?;
+    let lower = text.to_ascii_lowercase();
+    let body = lower.trim_start_matches(['+', '-']);
+    if body.starts_with("0x") {
+        return parse_hex_float(&lower);
+    }
+    // Rust accepts forms strtod does not ("infinity" is fine in both, but Rust
+    // also accepts "inf" suffixes only as whole words, which matches strtod).
+    let v: f64 = lower.parse().ok()?;
+    if v.is_nan() {
+        return None;
+    }
+    if v.is_infinite() && !body.starts_with("inf") {
+        return None; // ERANGE overflow
+    }
+    if v == 0.0
+        && body
+            .bytes()
+            .take_while(|&c| c != b'e')
+            .any(|c| (b'1'..=b'9').contains(&c))
+    {
+        return None; // ERANGE underflow
+    }
+    Some(v)
+}
+
+fn parse_hex_float(s: &str) -> Option<f64> {
+    let (neg, rest) = match s.as_bytes()[0] {
+        b'-' => (true, &s[1..]),
+        b'+' => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let rest = rest.strip_prefix("0x")?;
+    let (mant, exp) = match rest.split_once('p') {
+        Some((m, e)) => (m, e.parse::<i32>().ok()?),
+        None => (rest, 0),
+    };
+    let (int, frac) = mant.split_once('.').unwrap_or((mant, ""));
+    if int.is_empty() && frac.is_empty() {
+        return None;
+    }
+    let mut v = 0f64;
+    for c in int.chars() {
+        v = v * 16.0 + c.to_digit(16)? as f64;
+    }
+    let mut scale = 1.0 / 16.0;
+    for c in frac.chars() {
+        v += c.to_digit(16)? as f64 * scale;
+        scale /= 16.0;
+    }
+    let v = v * 2f64.powi(exp);
+    if v.is_infinite() {
+        return None;
+    }
+    Some(if neg { -v } else { v })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percent_17g() {
+        assert_eq!(fmt_double(1.1), "1.1000000000000001");
+        assert_eq!(fmt_double(1.5), "1.5");
+        assert_eq!(fmt_double(100.0), "100");
+        assert_eq!(fmt_double(1e20), "1e+20");
+        assert_eq!(fmt_double(1.5e-5), "1.5000000000000001e-05");
+        assert_eq!(fmt_double(0.0001), "0.0001");
+        assert_eq!(fmt_double(12345678901234567.0), "12345678901234568");
+        assert_eq!(fmt_double(f64::INFINITY), "inf");
+    }
+
+    #[test]
+    fn strtod_rules() {
+        assert_eq!(parse_f64(b"1.5"), Some(1.5));
+        assert_eq!(parse_f64(b"+inf"), Some(f64::INFINITY));
+        assert_eq!(parse_f64(b"-Infinity"), Some(f64::NEG_INFINITY));
+        assert_eq!(parse_f64(b"0x10"), Some(16.0));
+        assert_eq!(parse_f64(b" 1"), None);
+        assert_eq!(parse_f64(b"1 "), None);
+        assert_eq!(parse_f64(b"nan"), None);
+        assert_eq!(parse_f64(b"1e400"), None);
+        assert_eq!(parse_f64(b"1e-400"), None);
+        assert_eq!(parse_f64(b""), None);
+    }
+}
