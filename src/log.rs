@@ -5,7 +5,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use parking_lot::Mutex;
 
-static LEVEL: AtomicUsize = AtomicUsize::new(2);
+// Silent until `configure` runs (embedded servers in tests do not log).
+static LEVEL: AtomicUsize = AtomicUsize::new(4);
 static FILE: Mutex<Option<String>> = Mutex::new(None);
 
 /// Sets the level (0 debug .. 3 warning) and the file ("" for stdout).
