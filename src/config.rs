@@ -201,13 +201,13 @@ pub static PARAMS: &[Param] = &[
         "tracking-table-max-keys",
         Kind::Int(0, i64::MAX),
         "1000000",
-        0,
+        ACTED,
     ),
     p(
         "client-output-buffer-limit",
         Kind::Special,
         "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
-        0,
+        ACTED,
     ),
     p("always-show-logo", YES_NO, "no", IMMUTABLE),
     p("set-proc-title", YES_NO, "yes", IMMUTABLE),
@@ -247,6 +247,10 @@ pub struct Config {
     pub proto_max_bulk_len: i64,
     pub notify_flags: u32,
     pub hz: u32,
+    /// `client-output-buffer-limit`, per client class (pub/sub family).
+    pub obuf_limits: crate::server::pubsub::OutputLimits,
+    /// `tracking-table-max-keys` (client-side caching).
+    pub tracking_table_max_keys: u64,
 }
 
 impl Default for Config {
@@ -272,6 +276,8 @@ impl Default for Config {
             proto_max_bulk_len: 512 * 1024 * 1024,
             notify_flags: 0,
             hz: 10,
+            obuf_limits: Default::default(),
+            tracking_table_max_keys: 1_000_000,
         };
         for prm in PARAMS {
             c.values.insert(prm.name, prm.default.to_string());
@@ -383,6 +389,11 @@ impl Config {
                 }
                 Ok(parts.join(" "))
             }
+            "client-output-buffer-limit" => crate::server::pubsub::OutputLimits::default()
+                .parse_onto(self.get("client-output-buffer-limit").unwrap_or(""))
+                .and_then(|cur| cur.parse_onto(value))
+                .map(|l| l.to_config_string())
+                .map_err(String::from),
             "dir" => {
                 if !value.is_empty() && std::env::set_current_dir(value).is_err() {
                     return Err(format!("No such file or directory"));
@@ -419,6 +430,12 @@ impl Config {
                 self.notify_flags = notify::parse_flags(v.as_bytes()).unwrap_or(0)
             }
             "hz" => self.hz = int().clamp(1, 500) as u32,
+            "client-output-buffer-limit" => {
+                self.obuf_limits = crate::server::pubsub::OutputLimits::default()
+                    .parse_onto(&v)
+                    .unwrap_or_default()
+            }
+            "tracking-table-max-keys" => self.tracking_table_max_keys = int().max(0) as u64,
             _ => {}
         }
     }

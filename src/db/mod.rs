@@ -6,6 +6,7 @@ pub mod value;
 use std::collections::{HashMap, VecDeque};
 
 use crate::clock;
+use crate::server::notify;
 use dict::Dict;
 pub use value::{Kind, Value};
 
@@ -31,6 +32,11 @@ pub struct Db {
     /// Keys deleted by lazy expiry during the current command; the dispatcher
     /// drains them to publish `expired` events.
     pub expired: Vec<Box<[u8]>>,
+    /// `new` and `keymiss` keyspace events this database recorded (only the
+    /// classes in `event_mask`, which the notify module keeps in step with
+    /// `notify-keyspace-events`); drained with `expired`.
+    pub key_events: Vec<(u32, &'static str, Box<[u8]>)>,
+    pub event_mask: u32,
     /// Watched keys (see [`Watched`]); empty unless some client WATCHes here.
     pub watched: HashMap<Box<[u8]>, Watched>,
     /// Clients blocked on each key, in arrival order.
@@ -98,6 +104,10 @@ impl Db {
             }
             None => {
                 self.misses += 1;
+                if self.event_mask & notify::KEY_MISS != 0 {
+                    self.key_events
+                        .push((notify::KEY_MISS, "keymiss", key.into()));
+                }
                 None
             }
         }
@@ -139,6 +149,9 @@ impl Db {
     /// Adds a key known to be absent (Redis's `dbAdd`): wakes clients waiting on it.
     pub fn add_new(&mut self, key: &[u8], val: Value) {
         let k: Box<[u8]> = key.into();
+        if self.event_mask & notify::NEW != 0 {
+            self.key_events.push((notify::NEW, "new", k.clone()));
+        }
         if !self.waiters.is_empty() && self.waiters.contains_key(key) {
             self.ready.push(k.clone());
         }

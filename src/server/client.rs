@@ -118,6 +118,11 @@ pub struct Client {
     pub commands: u64,
     /// Query buffer size the task last reported (CLIENT LIST qbuf).
     pub qbuf: usize,
+    /// Since when (unix seconds) the output passed the soft
+    /// `client-output-buffer-limit` (see `server::pubsub`).
+    pub obuf_soft_since: Option<i64>,
+    /// Client-side caching mode; None when tracking is off (see `server::tracking`).
+    pub tracking: Option<Box<super::tracking::ClientTracking>>,
 }
 
 impl Client {
@@ -160,6 +165,8 @@ impl Client {
             net_out: 0,
             commands: 0,
             qbuf: 0,
+            obuf_soft_since: None,
+            tracking: None,
         }
     }
 
