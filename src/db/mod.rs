@@ -20,6 +20,10 @@ pub type ClientId = u64;
 pub struct Watched {
     pub version: u64,
     pub watchers: u32,
+    /// How many of the `version` bumps deleted the key because it had
+    /// expired: for a client that WATCHed the key when it was already
+    /// expired, that deletion is no logical change (Redis's `wk->expired`).
+    pub stale_deletes: u64,
 }
 
 /// One numbered database.
@@ -88,7 +92,7 @@ impl Db {
     pub fn delete_expired(&mut self, key: &[u8]) {
         self.expires.remove(key);
         if let Some((k, _)) = self.keys.remove_entry(key) {
-            self.touch(&k);
+            self.touch_stale(&k);
             self.expired_count += 1;
             self.expired.push(k);
         }
@@ -212,12 +216,31 @@ impl Db {
         }
     }
 
-    /// Touches every watched key that exists (FLUSHDB, SWAPDB).
+    /// Marks the deletion of an expired key for WATCH (see [`Watched`]).
+    #[inline]
+    pub fn touch_stale(&mut self, key: &[u8]) {
+        if let Some(w) = self.watched.get_mut(key) {
+            w.version += 1;
+            w.stale_deletes += 1;
+        }
+    }
+
+    /// Touches every watched key that exists (FLUSHDB, SWAPDB); removing an
+    /// already expired key counts as a stale deletion.
     pub fn touch_all_existing(&mut self) {
-        let keys = &self.keys;
-        for (k, w) in self.watched.iter_mut() {
+        let now = clock::now_ms();
+        let Db {
+            keys,
+            expires,
+            watched,
+            ..
+        } = self;
+        for (k, w) in watched.iter_mut() {
             if keys.contains_key(k) {
                 w.version += 1;
+                if expires.get(k).is_some_and(|&at| at <= now) {
+                    w.stale_deletes += 1;
+                }
             }
         }
     }

@@ -55,6 +55,8 @@ pub struct WatchedKey {
     pub key: Box<[u8]>,
     pub version: u64,
     pub expired_at_watch: bool,
+    /// `Watched::stale_deletes` at WATCH time.
+    pub stale_deletes: u64,
 }
 
 /// A client waiting in a blocking command (BLPOP, BZPOPMIN, ...).
