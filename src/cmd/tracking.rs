@@ -111,7 +111,9 @@ pub fn client_tracking(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         return Err(Error::msg("OPTIN and OPTOUT are not compatible with BCAST"));
     }
     if o.optin && o.optout {
-        return Err(Error::msg("You can't specify both OPTIN mode and OPTOUT mode"));
+        return Err(Error::msg(
+            "You can't specify both OPTIN mode and OPTOUT mode",
+        ));
     }
     if cur.is_some_and(|t| (o.optin && t.optout) || (o.optout && t.optin)) {
         return Err(Error::msg("You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then re-enabling it with a different mode."));

@@ -253,7 +253,7 @@ impl OutputLimits {
     /// changing anything, with Redis's error texts.
     pub fn parse_onto(mut self, value: &str) -> Result<OutputLimits, &'static str> {
         let words: Vec<&str> = value.split_whitespace().collect();
-        if words.len() % 4 != 0 {
+        if !words.len().is_multiple_of(4) {
             return Err("Wrong number of arguments in buffer limit configuration.");
         }
         for w in words.chunks(4) {

@@ -267,7 +267,9 @@ pub fn before_sleep(srv: &mut Server, current: &mut Client) {
 /// Sends each BCAST client the changed keys under its prefixes, skipping
 /// keys it changed itself when it asked for NOLOOP.
 fn broadcast(srv: &mut Server, current: &mut Client) {
-    let mut work: Vec<(Vec<ClientId>, BTreeMap<Vec<u8>, ClientId>)> = Vec::new();
+    // (listeners, changed keys) per prefix with news.
+    type Work = (Vec<ClientId>, BTreeMap<Vec<u8>, ClientId>);
+    let mut work: Vec<Work> = Vec::new();
     for b in srv.ext.tracking.prefixes.values_mut() {
         if !b.keys.is_empty() {
             work.push((
