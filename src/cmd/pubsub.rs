@@ -303,9 +303,9 @@ pub fn unsubscribe_all(srv: &mut Server, c: &mut Client) {
         let all: Vec<Vec<u8>> = pubsub::client_set(c, kind).drain().collect();
         let map = srv.pubsub.registry(kind);
         for ch in all {
-            if let Some(ids) = map.get_mut(&ch) {
-                ids.retain(|&x| x != c.id);
-                if ids.is_empty() {
+            if let Some(subs) = map.get_mut(&ch) {
+                subs.retain(|s| s.id != c.id);
+                if subs.is_empty() {
                     map.remove(&ch);
                 }
             }
