@@ -224,6 +224,49 @@ impl Db {
         self.keys.get(key)
     }
 
+    /// Looks a key up the way Redis's `LOOKUP_NOTOUCH` reads do (TYPE, EXISTS,
+    /// TTL, OBJECT): expires it if due and counts a hit or miss, but leaves
+    /// the access metadata alone.
+    pub fn get_no_touch(&mut self, key: &[u8]) -> Option<&Entry> {
+        self.expire_if_needed(key);
+        match self.keys.get(key) {
+            Some(e) => {
+                self.hits += 1;
+                Some(e)
+            }
+            None => {
+                self.misses += 1;
+                None
+            }
+        }
+    }
+
+    /// Removes a key with its metadata and expiry, for moving it elsewhere
+    /// (RENAME, MOVE). No expiry check: callers looked the key up first.
+    pub fn take(&mut self, key: &[u8]) -> Option<(Entry, Option<i64>)> {
+        let e = self.keys.remove(key)?;
+        let at = if self.expires.is_empty() {
+            None
+        } else {
+            self.expires.remove(key)
+        };
+        Some((e, at))
+    }
+
+    /// Adds a key known to be absent with the metadata it had elsewhere
+    /// (RENAME, MOVE keep the object, so idle time and LFU counter carry over).
+    /// Wakes clients waiting on it, like [`Db::add_new`].
+    pub fn put(&mut self, key: &[u8], entry: Entry, expire_at: Option<i64>) {
+        let k: Box<[u8]> = key.into();
+        if !self.waiters.is_empty() && self.waiters.contains_key(key) {
+            self.ready.push(k.clone());
+        }
+        self.keys.insert_new(k, entry);
+        if let Some(at) = expire_at {
+            self.expires.insert(key, at);
+        }
+    }
+
     /// Records an access without reading the value (TOUCH); true when the key exists.
     pub fn touch_access(&mut self, key: &[u8]) -> bool {
         self.expire_if_needed(key);
@@ -349,9 +392,38 @@ impl Db {
 
     /// Swaps contents (keys and expiries) with another database (SWAPDB);
     /// watchers and waiters stay with their database number.
+    /// Touches watched keys as Redis's `touchAllWatchedKeysInDb` does (a
+    /// watched key of either database that exists in either one), and marks
+    /// keys that clients wait on and that now exist as ready.
     pub fn swap_data(&mut self, other: &mut Db) {
+        fn touch_watched(
+            watched: &mut HashMap<Box<[u8]>, Watched>,
+            a: &Dict<Entry>,
+            b: &Dict<Entry>,
+        ) {
+            for (k, w) in watched.iter_mut() {
+                if a.contains_key(k) || b.contains_key(k) {
+                    w.version += 1;
+                }
+            }
+        }
+        touch_watched(&mut self.watched, &self.keys, &other.keys);
+        touch_watched(&mut other.watched, &other.keys, &self.keys);
         std::mem::swap(&mut self.keys, &mut other.keys);
         std::mem::swap(&mut self.expires, &mut other.expires);
+        for db in [self, other] {
+            let Db {
+                keys,
+                waiters,
+                ready,
+                ..
+            } = db;
+            for k in waiters.keys() {
+                if keys.contains_key(k) {
+                    ready.push(k.clone());
+                }
+            }
+        }
     }
 
     /// All keys with their values (expired ones included; callers filter).
