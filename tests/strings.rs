@@ -124,13 +124,25 @@ fn incr_counters_are_exact_under_concurrency() {
             thread::spawn(move || {
                 for j in 0..per_client {
                     let _: i64 = con.incr("hits", 1).unwrap();
-                    let _: i64 = redis::cmd("INCRBY").arg("bytes").arg(3).query(&mut con).unwrap();
+                    let _: i64 = redis::cmd("INCRBY")
+                        .arg("bytes")
+                        .arg(3)
+                        .query(&mut con)
+                        .unwrap();
                     if (i + j) % 2 == 0 {
                         let _: i64 = redis::cmd("DECR").arg("balance").query(&mut con).unwrap();
                     } else {
-                        let _: i64 = redis::cmd("DECRBY").arg("balance").arg(-1).query(&mut con).unwrap();
+                        let _: i64 = redis::cmd("DECRBY")
+                            .arg("balance")
+                            .arg(-1)
+                            .query(&mut con)
+                            .unwrap();
                     }
-                    let _: String = redis::cmd("INCRBYFLOAT").arg("f").arg("0.5").query(&mut con).unwrap();
+                    let _: String = redis::cmd("INCRBYFLOAT")
+                        .arg("f")
+                        .arg("0.5")
+                        .query(&mut con)
+                        .unwrap();
                 }
             })
         })
@@ -221,7 +233,9 @@ fn string_size_limit() {
             .contains("string exceeds maximum allowed size (proto-max-bulk-len)"),
         "{err}"
     );
-    let err = con.setrange::<_, _, i64>("big", 1024 * 1024, "y").unwrap_err();
+    let err = con
+        .setrange::<_, _, i64>("big", 1024 * 1024, "y")
+        .unwrap_err();
     assert!(err.to_string().contains("proto-max-bulk-len"), "{err}");
     let n: i64 = con.setrange("big", 1024 * 1024 - 1, "z").unwrap();
     assert_eq!(n, 1024 * 1024);
