@@ -174,6 +174,9 @@ pub fn parse_memory(s: &str) -> Option<i64> {
     .iter()
     .find_map(|&(suf, mul)| lower.strip_suffix(suf).map(|n| (n.to_string(), mul)))
     .unwrap_or((lower.clone(), 1));
+    if num.is_empty() && lower.is_empty() {
+        return Some(0); // memtoull("") is 0
+    }
     if num.is_empty() || !num.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
@@ -359,6 +362,7 @@ impl Config {
                         Ok(f) if (0.0..=100.0).contains(&f) => {
                             out.push(crate::types::number::fmt_double(f))
                         }
+                        Ok(_) => return Err("latency-tracking-info-percentiles parameters should sit between [0.0,100.0]".into()),
                         _ => return Err("Invalid latency-tracking-info-percentiles parameters".into()),
                     }
                 }

@@ -224,6 +224,20 @@ pub fn key_flags(spec: &CommandSpec, args: &Args, pos: usize) -> Vec<Value> {
     let Some(m) = get(spec.name) else {
         return Vec::new();
     };
+    // SET's flags depend on its arguments (Redis's `setGetKeys`): with GET it
+    // reads the old value, without it only overwrites.
+    if spec.name == "set" {
+        let get = args.from(3).any(|a| a.eq_ignore_ascii_case(b"GET"));
+        let words: &[&str] = if get {
+            &["RW", "access", "update"]
+        } else {
+            &["OW", "update"]
+        };
+        return words
+            .iter()
+            .map(|w| Value::Simple(w.as_bytes().to_vec()))
+            .collect();
+    }
     for ks in m.key_specs() {
         if spec_positions(ks, args).contains(&pos) {
             return map_get(ks, "flags")

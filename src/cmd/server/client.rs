@@ -293,8 +293,8 @@ fn list(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             let mut v = Vec::new();
             while let Some(a) = args.next() {
                 match parse_i64(a) {
-                    Some(n) if n > 0 => v.push(n as ClientId),
-                    _ => return Err(Error::msg("Invalid client ID")),
+                    Some(n) => v.push(n as ClientId),
+                    None => return Err(Error::msg("Invalid client ID")),
                 }
             }
             ids = Some(v);
@@ -429,7 +429,7 @@ fn pause(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             return Err(Error::msg("CLIENT PAUSE mode must be WRITE or ALL"));
         }
     } else if args.len() > 4 {
-        return Err(Error::Syntax);
+        return Err(super::wrong_sub_args(args, "CLIENT"));
     }
     let until_ms = crate::clock::real_now_us() / 1000 + ms;
     // A new pause never shortens or weakens one in effect.
@@ -520,6 +520,9 @@ fn no_touch(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// ```
 /// Integer: 1 when the client was blocked and is now unblocked, else 0.
 fn unblock(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    if args.len() > 4 {
+        return Err(super::wrong_sub_args(args, "CLIENT"));
+    }
     let id = args.next_i64()?;
     let mut error = false;
     if args.has_more() {

@@ -80,7 +80,7 @@ fn info(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     while let Some(name) = args.next() {
         match lookup(name) {
             Some(spec) => meta::info_for(spec).write(out),
-            None => out.null_array(),
+            None => out.null(),
         }
     }
     Ok(())

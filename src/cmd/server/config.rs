@@ -112,7 +112,9 @@ fn set(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         if p.flags & PROTECTED != 0 && !protected_allowed(ctx) {
             return Err(set_failed(&name, "can't set protected config"));
         }
-        if pairs.iter().any(|(_, q, _)| q.name == p.name) {
+        // Redis detects duplicates by the names as typed (an alias and its
+        // parameter may both appear; the later one wins).
+        if pairs.iter().any(|(n, _, _)| n.eq_ignore_ascii_case(&name)) {
             return Err(set_failed(&name, "duplicate parameter"));
         }
         pairs.push((name, p, value));

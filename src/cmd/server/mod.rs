@@ -47,6 +47,18 @@ pub(crate) fn help(ctx: &mut Ctx, lines: &[&str]) -> CmdResult {
     Ok(())
 }
 
+/// `ERR unknown subcommand or wrong number of arguments for 'SUB'. Try CMD HELP.`
+/// (Redis's answer when a subcommand gets arguments it does not take; SUB as typed.)
+pub(crate) fn wrong_sub_args(args: &Args, cmd: &str) -> Error {
+    Error::Msg(
+        format!(
+            "unknown subcommand or wrong number of arguments for '{}'. Try {cmd} HELP.",
+            String::from_utf8_lossy(args.at(1))
+        )
+        .into(),
+    )
+}
+
 /// ```text
 /// TIME
 /// ```

@@ -106,7 +106,7 @@ pub fn record(srv: &mut Server, client: &Client, args: &Args, duration_us: i64) 
 fn get(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let mut count = 10usize;
     if args.len() > 3 {
-        return Err(Error::Syntax);
+        return Err(super::wrong_sub_args(args, "SLOWLOG"));
     }
     if let Some(a) = args.next() {
         match crate::types::number::parse_i64(a) {
