@@ -351,3 +351,148 @@ fn spec_positions(ks: &Value, args: &Args) -> Vec<usize> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    //! The table test: every CommandSpec against Redis 7.0's recorded metadata.
+
+    use super::*;
+    use crate::command::flags;
+    use crate::command::table::table;
+
+    /// Commands Redis 7.0 lacks (7.2 additions Oxidis serves); they are
+    /// covered by integration tests instead of recorded cases.
+    const NOT_IN_REDIS_70: &[&str] = &["client|setinfo", "client|no-touch"];
+
+    fn our_flags(spec: &CommandSpec) -> Vec<String> {
+        let mut v: Vec<String> = flags::NAMES
+            .iter()
+            .filter(|(f, _)| spec.has(*f))
+            .map(|(_, n)| n.to_string())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn every_spec_matches_redis_metadata() {
+        let mut problems = Vec::new();
+        for spec in &table().all {
+            let name = spec.name;
+            if spec.arity == 0 {
+                problems.push(format!("{name}: zero arity"));
+            }
+            if spec.has(flags::WRITE) && spec.has(flags::READONLY) {
+                problems.push(format!("{name}: both write and readonly"));
+            }
+            if spec.arity > 0 && (spec.first_key >= spec.arity || spec.last_key >= spec.arity) {
+                problems.push(format!("{name}: key positions outside the arity"));
+            }
+            if spec.first_key < 0 || (spec.first_key == 0 && (spec.last_key != 0 || spec.step != 0))
+            {
+                problems.push(format!("{name}: inconsistent key positions"));
+            }
+            let Some(m) = get(name) else {
+                if !NOT_IN_REDIS_70.contains(&name) {
+                    problems.push(format!("{name}: not a Redis 7.0 command"));
+                }
+                continue;
+            };
+            if m.arity() != spec.arity as i64 {
+                problems.push(format!("{name}: arity {} != Redis {}", spec.arity, m.arity()));
+            }
+            let mut theirs = m.flags();
+            let movable = theirs.iter().any(|f| f == "movablekeys");
+            theirs.retain(|f| f != "movablekeys");
+            theirs.sort();
+            if our_flags(spec) != theirs {
+                problems.push(format!(
+                    "{name}: flags {:?} != Redis {:?}",
+                    our_flags(spec),
+                    theirs
+                ));
+            }
+            if movable != spec.keys_fn.is_some() {
+                problems.push(format!("{name}: movablekeys {} != keys_fn", movable));
+            }
+            let keys = (
+                spec.first_key as i64,
+                spec.last_key as i64,
+                spec.step as i64,
+            );
+            if m.keys() != keys {
+                problems.push(format!("{name}: keys {keys:?} != Redis {:?}", m.keys()));
+            }
+        }
+        assert!(problems.is_empty(), "table problems:\n{}", problems.join("\n"));
+    }
+
+    /// The words a case line sends (after `[n]` and `~modifiers`), lowercased.
+    fn case_words(line: &str) -> Vec<String> {
+        let mut s = line.trim();
+        if s.starts_with('[') {
+            s = s.split_once(']').map_or("", |(_, r)| r.trim());
+        }
+        while s.starts_with('~') {
+            s = s.split_once(' ').map_or("", |(_, r)| r.trim());
+        }
+        s.split_whitespace()
+            .take(2)
+            .map(|w| w.trim_matches('"').to_ascii_lowercase())
+            .collect()
+    }
+
+    fn case_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                case_files(&p, out);
+            } else if p.extension().is_some_and(|x| x == "case") {
+                out.push(p);
+            }
+        }
+    }
+
+    #[test]
+    fn every_command_has_a_compat_case() {
+        let mut files = Vec::new();
+        case_files(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("compat/cases"),
+            &mut files,
+        );
+        let mut seen = std::collections::HashSet::new();
+        for f in files {
+            for line in std::fs::read_to_string(f).unwrap_or_default().lines() {
+                let t = line.trim();
+                if t.is_empty() || t.starts_with('#') || t.starts_with('!') {
+                    continue;
+                }
+                let w = case_words(t);
+                if let Some(first) = w.first() {
+                    seen.insert(first.clone());
+                    if let Some(second) = w.get(1) {
+                        seen.insert(format!("{first}|{second}"));
+                    }
+                }
+            }
+        }
+        let missing: Vec<&str> = table()
+            .all
+            .iter()
+            .map(|s| s.name)
+            .filter(|n| !seen.contains(*n) && !NOT_IN_REDIS_70.contains(n))
+            .collect();
+        assert!(missing.is_empty(), "commands without a compat case: {missing:?}");
+    }
+
+    #[test]
+    fn key_specs_find_keys_like_redis() {
+        let argv = crate::command::Argv::from_slices([&b"mset"[..], b"a", b"1", b"b", b"2"]);
+        let args = argv.args();
+        let m = get("mset").unwrap();
+        assert_eq!(spec_positions(&m.key_specs()[0], &args), vec![1, 3]);
+        let argv = crate::command::Argv::from_slices([&b"eval"[..], b"s", b"2", b"k1", b"k2", b"x"]);
+        let m = get("eval").unwrap();
+        assert_eq!(spec_positions(&m.key_specs()[0], &argv.args()), vec![3, 4]);
+    }
+}
