@@ -118,6 +118,10 @@ pub struct Client {
     pub commands: u64,
     /// Query buffer size the task last reported (CLIENT LIST qbuf).
     pub qbuf: usize,
+    /// The socket's file descriptor (CLIENT LIST fd), -1 when there is none.
+    pub fd: i32,
+    /// A command is waiting for CLIENT PAUSE to end (it stays in the query buffer).
+    pub postponed: bool,
 }
 
 impl Client {
@@ -160,6 +164,8 @@ impl Client {
             net_out: 0,
             commands: 0,
             qbuf: 0,
+            fd: -1,
+            postponed: false,
         }
     }
 
