@@ -247,6 +247,11 @@ pub struct Config {
     pub proto_max_bulk_len: i64,
     pub notify_flags: u32,
     pub hz: u32,
+    // Collection encodings (lists, hashes, sets family).
+    pub list_max_listpack_size: i64,
+    pub hash_max_listpack_entries: usize,
+    pub hash_max_listpack_value: usize,
+    pub set_max_intset_entries: usize,
 }
 
 impl Default for Config {
@@ -272,6 +277,10 @@ impl Default for Config {
             proto_max_bulk_len: 512 * 1024 * 1024,
             notify_flags: 0,
             hz: 10,
+            list_max_listpack_size: -2,
+            hash_max_listpack_entries: 128,
+            hash_max_listpack_value: 64,
+            set_max_intset_entries: 512,
         };
         for prm in PARAMS {
             c.values.insert(prm.name, prm.default.to_string());
@@ -419,6 +428,10 @@ impl Config {
                 self.notify_flags = notify::parse_flags(v.as_bytes()).unwrap_or(0)
             }
             "hz" => self.hz = int().clamp(1, 500) as u32,
+            "list-max-listpack-size" => self.list_max_listpack_size = int(),
+            "hash-max-listpack-entries" => self.hash_max_listpack_entries = int() as usize,
+            "hash-max-listpack-value" => self.hash_max_listpack_value = int() as usize,
+            "set-max-intset-entries" => self.set_max_intset_entries = int() as usize,
             _ => {}
         }
     }

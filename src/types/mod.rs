@@ -4,6 +4,7 @@ pub mod glob;
 pub mod hash;
 pub mod list;
 pub mod number;
+pub mod pack;
 pub mod set;
 pub mod string;
 pub mod zset;
