@@ -321,24 +321,8 @@ fn hrandfield(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         out.empty_array();
         return Ok(());
     };
-    let pairs: Vec<(&[u8], &[u8])> = match count {
-        RandCount::Repeat(n) => (0..n)
-            .map(|_| h.random(|| rng.next_u64()).unwrap())
-            .collect(),
-        RandCount::Unique(n) if n >= h.len() => h.iter().collect(),
-        RandCount::Unique(n) => {
-            let mut all: Vec<(&[u8], &[u8])> = h.iter().collect();
-            sample_unique(&mut all, n, || rng.next_u64());
-            all
-        }
-    };
     let resp3 = out.resp3();
-    out.array(if withvalues && !resp3 {
-        pairs.len() * 2
-    } else {
-        pairs.len()
-    });
-    for (f, v) in pairs {
+    let write_pair = |out: &mut Reply, (f, v): (&[u8], &[u8])| {
         if withvalues && resp3 {
             out.array(2);
         }
@@ -346,6 +330,27 @@ fn hrandfield(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         if withvalues {
             out.bulk(v);
         }
+    };
+    let header = |n: usize| if withvalues && !resp3 { n * 2 } else { n };
+    let pairs: Vec<(&[u8], &[u8])> = match count {
+        RandCount::Repeat(n) => {
+            // Streamed: a huge count must not be collected first.
+            out.array(header(n));
+            for _ in 0..n {
+                write_pair(out, h.random(|| rng.next_u64()).unwrap());
+            }
+            return Ok(());
+        }
+        RandCount::Unique(n) if n >= h.len() => h.iter().collect(),
+        RandCount::Unique(n) => {
+            let mut all: Vec<(&[u8], &[u8])> = h.iter().collect();
+            sample_unique(&mut all, n, || rng.next_u64());
+            all
+        }
+    };
+    out.array(header(pairs.len()));
+    for p in pairs {
+        write_pair(out, p);
     }
     Ok(())
 }
