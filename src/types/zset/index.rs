@@ -276,6 +276,11 @@ impl Index {
         }
     }
 
+    /// Edits entries in place; `f` must keep the order (e.g. -0 to 0).
+    pub fn for_each_mut(&mut self, mut f: impl FnMut(&mut Entry)) {
+        self.chunks.iter_mut().flatten().for_each(|e| f(e));
+    }
+
     /// Every member pointer (for freeing and cloning).
     pub fn drain_all(&mut self) -> impl Iterator<Item = Entry> + '_ {
         self.len = 0;

@@ -183,6 +183,23 @@ impl ZSet {
             && self.index.iter_from(0).all(|e| e.member.bytes().len() <= limits.value)
         {
             self.dict = None;
+            self.index.for_each_mut(|e| {
+                if e.score == 0.0 {
+                    e.score = 0.0;
+                    e.member.set_score(0.0);
+                }
+            });
+        }
+    }
+
+    /// The score as this encoding stores it: a listpack keeps scores as
+    /// text, which turns -0 into 0.
+    #[inline]
+    fn stored(&self, score: f64) -> f64 {
+        if self.dict.is_none() && score == 0.0 {
+            0.0
+        } else {
+            score
         }
     }
 
@@ -191,6 +208,7 @@ impl ZSet {
         if self.dict.is_none() && (self.len() + 1 > limits.entries || m.len() > limits.value) {
             self.convert_to_skiplist();
         }
+        let score = self.stored(score);
         let p = Member::alloc(m, score);
         self.index.insert(score, p);
         if let Some(d) = &mut self.dict {
@@ -202,6 +220,7 @@ impl ZSet {
     pub fn set(&mut self, m: &[u8], score: f64, limits: Limits) -> Option<f64> {
         match self.find(m) {
             Some(p) => {
+                let score = self.stored(score);
                 let old = p.score();
                 if old != score {
                     self.index.remove(old, m);
