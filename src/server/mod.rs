@@ -49,7 +49,10 @@ pub struct Server {
 
 /// Per-family state that does not belong to the keyspace. Each family owns its field.
 #[derive(Default)]
-pub struct Extensions {}
+pub struct Extensions {
+    /// Lua engine and script cache (owned by `crate::script`).
+    pub script: crate::script::Scripting,
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ShutdownRequest {
