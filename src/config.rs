@@ -71,12 +71,8 @@ pub static PARAMS: &[Param] = &[
     p("bind", Kind::Special, "* -::*", ACTED),
     p("port", Kind::Int(0, 65535), "6379", ACTED),
     p("unixsocket", Kind::Str, "", ACTED | IMMUTABLE),
-    p(
-        "unixsocketperm",
-        Kind::Int(0, 0o777),
-        "0",
-        ACTED | IMMUTABLE,
-    ),
+    // Octal, as Redis reads and shows it.
+    p("unixsocketperm", Kind::Special, "0", ACTED | IMMUTABLE),
     p("requirepass", Kind::Str, "", ACTED | SENSITIVE),
     p(
         "databases",
@@ -376,6 +372,10 @@ impl Config {
             "notify-keyspace-events" => notify::parse_flags(value.as_bytes())
                 .map(notify::flags_to_string)
                 .ok_or_else(|| "Invalid event class character. Use 'Ag$lshzxeKEtmd'.".to_string()),
+            "unixsocketperm" => match u32::from_str_radix(value, 8) {
+                Ok(n) if n <= 0o777 => Ok(format!("{n:o}")),
+                _ => Err("argument must be between 0 and 777 inclusive".into()),
+            },
             "save" => {
                 let parts: Vec<&str> = value.split_whitespace().collect();
                 if parts.len() % 2 != 0 || parts.iter().any(|p| p.parse::<i64>().is_err()) {
@@ -404,7 +404,7 @@ impl Config {
             "port" => self.port = int() as u16,
             "bind" => self.bind = v.split_whitespace().map(String::from).collect(),
             "unixsocket" => self.unixsocket = opt(&v),
-            "unixsocketperm" => self.unixsocketperm = int() as u32,
+            "unixsocketperm" => self.unixsocketperm = u32::from_str_radix(&v, 8).unwrap_or(0),
             "requirepass" => self.requirepass = opt(&v).map(String::into_bytes),
             "databases" => self.databases = int() as usize,
             "maxclients" => self.maxclients = int() as usize,
