@@ -5,6 +5,7 @@ pub mod hash;
 pub mod list;
 pub mod longdouble;
 pub mod number;
+pub mod pack;
 pub mod set;
 pub mod string;
 pub mod zset;
