@@ -72,6 +72,10 @@ pub static ACTED: &[&str] = &[
     "slowlog-log-slower-than",
     "slowlog-max-len",
     "enable-debug-command",
+    "list-max-listpack-size",
+    "hash-max-listpack-entries",
+    "hash-max-listpack-value",
+    "set-max-intset-entries",
 ];
 
 const LOGLEVELS: &[&str] = &["debug", "verbose", "notice", "warning"];
@@ -110,6 +114,11 @@ pub struct Config {
     pub slowlog_max_len: usize,
     /// `enable-debug-command`: 0 no, 1 yes, 2 local.
     pub enable_debug: u8,
+    // Collection encodings (lists, hashes, sets family).
+    pub list_max_listpack_size: i64,
+    pub hash_max_listpack_entries: usize,
+    pub hash_max_listpack_value: usize,
+    pub set_max_intset_entries: usize,
 }
 
 impl Default for Config {
@@ -138,6 +147,10 @@ impl Default for Config {
             slowlog_log_slower_than: 10000,
             slowlog_max_len: 128,
             enable_debug: 0,
+            list_max_listpack_size: -2,
+            hash_max_listpack_entries: 128,
+            hash_max_listpack_value: 64,
+            set_max_intset_entries: 512,
         };
         for prm in PARAMS {
             c.values.insert(prm.name, prm.default.to_string());
@@ -420,6 +433,10 @@ impl Config {
                     .position(|w| *w == v)
                     .unwrap_or(0) as u8
             }
+            "list-max-listpack-size" => self.list_max_listpack_size = int(),
+            "hash-max-listpack-entries" => self.hash_max_listpack_entries = int() as usize,
+            "hash-max-listpack-value" => self.hash_max_listpack_value = int() as usize,
+            "set-max-intset-entries" => self.set_max_intset_entries = int() as usize,
             _ => {}
         }
     }

@@ -17,6 +17,7 @@ pub mod db;
 pub mod error;
 pub mod log;
 pub mod resp;
+pub mod script;
 pub mod server;
 pub mod types;
 

@@ -52,6 +52,8 @@ pub struct Server {
 pub struct Extensions {
     /// SLOWLOG entries (server family).
     pub slowlog: crate::cmd::server::slowlog::SlowLog,
+    /// Lua engine and script cache (owned by `crate::script`).
+    pub script: crate::script::Scripting,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -3,7 +3,9 @@
 pub mod glob;
 pub mod hash;
 pub mod list;
+pub mod longdouble;
 pub mod number;
+pub mod pack;
 pub mod set;
 pub mod string;
 pub mod zset;
