@@ -302,6 +302,8 @@ fn list(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             return Err(Error::Syntax);
         }
     }
+    // Redis shows the running command as the caller's `cmd=`.
+    ctx.client.last_cmd = ctx.spec.name;
     let mut text = String::new();
     each_client(ctx.srv, ctx.client, |c, cur| {
         if ty.is_some_and(|t| t != type_of(c)) {
@@ -322,6 +324,7 @@ fn list(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// ```
 /// Verbatim string: this connection's CLIENT LIST line.
 fn info(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
+    ctx.client.last_cmd = ctx.spec.name;
     let mut text = describe(ctx.client, true);
     text.push('\n');
     ctx.out().verbatim(text.as_bytes());
