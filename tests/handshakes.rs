@@ -16,7 +16,9 @@ fn hello3(id: i64) -> Vec<u8> {
 fn id_of(r: &mut Raw) -> i64 {
     r.cmd(&[b"CLIENT", b"ID"]);
     let raw = r.read_raw();
-    String::from_utf8_lossy(&raw[1..raw.len() - 2]).parse().unwrap()
+    String::from_utf8_lossy(&raw[1..raw.len() - 2])
+        .parse()
+        .unwrap()
 }
 
 #[test]
@@ -29,11 +31,13 @@ fn redis_py_and_ioredis_hello3() {
     r.cmd(&[b"HELLO", b"3"]);
     assert_eq!(r.read_raw(), hello3(next));
     // redis-py then sends its library name and version.
-    r.send(&[
-        encode(&[b"CLIENT", b"SETINFO", b"LIB-NAME", b"redis-py"]),
-        encode(&[b"CLIENT", b"SETINFO", b"LIB-VER", b"5.0.1"]),
-    ]
-    .concat());
+    r.send(
+        &[
+            encode(&[b"CLIENT", b"SETINFO", b"LIB-NAME", b"redis-py"]),
+            encode(&[b"CLIENT", b"SETINFO", b"LIB-VER", b"5.0.1"]),
+        ]
+        .concat(),
+    );
     assert_eq!(r.read_raw(), b"+OK\r\n");
     assert_eq!(r.read_raw(), b"+OK\r\n");
     // RESP3 replies from then on: a null is `_`.
@@ -53,12 +57,18 @@ fn hello3_with_auth_and_errors() {
     r.cmd(&[b"HELLO", b"3"]);
     assert_eq!(r.read_raw(), b"-NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time\r\n".to_vec());
     r.cmd(&[b"HELLO", b"3", b"AUTH", b"default", b"wrong"]);
-    assert_eq!(r.read_raw(), b"-WRONGPASS invalid username-password pair or user is disabled.\r\n".to_vec());
+    assert_eq!(
+        r.read_raw(),
+        b"-WRONGPASS invalid username-password pair or user is disabled.\r\n".to_vec()
+    );
     r.cmd(&[b"HELLO", b"3", b"AUTH", b"default", b"pw"]);
     assert_eq!(r.read_raw(), hello3(next));
     // An unsupported version answers NOPROTO, the word clients check before falling back.
     r.cmd(&[b"HELLO", b"4"]);
-    assert_eq!(r.read_raw(), b"-NOPROTO unsupported protocol version\r\n".to_vec());
+    assert_eq!(
+        r.read_raw(),
+        b"-NOPROTO unsupported protocol version\r\n".to_vec()
+    );
 }
 
 #[test]
@@ -70,12 +80,14 @@ fn go_redis_v9_pipelined_opening() {
     let next = id_of(&mut probe) + 1;
     let mut r = Raw::connect(&h);
     // go-redis v9 sends these three in one write.
-    r.send(&[
-        encode(&[b"HELLO", b"3", b"AUTH", b"default", b"pw"]),
-        encode(&[b"CLIENT", b"SETINFO", b"LIB-NAME", b"go-redis(,go1.22.1)"]),
-        encode(&[b"CLIENT", b"SETINFO", b"LIB-VER", b"9.5.1"]),
-    ]
-    .concat());
+    r.send(
+        &[
+            encode(&[b"HELLO", b"3", b"AUTH", b"default", b"pw"]),
+            encode(&[b"CLIENT", b"SETINFO", b"LIB-NAME", b"go-redis(,go1.22.1)"]),
+            encode(&[b"CLIENT", b"SETINFO", b"LIB-VER", b"9.5.1"]),
+        ]
+        .concat(),
+    );
     assert_eq!(r.read_raw(), hello3(next));
     assert_eq!(r.read_raw(), b"+OK\r\n");
     assert_eq!(r.read_raw(), b"+OK\r\n");
@@ -83,7 +95,10 @@ fn go_redis_v9_pipelined_opening() {
     let info = r.read_raw();
     let text = String::from_utf8_lossy(&info);
     assert!(text.starts_with("=") && text.contains("txt:id="), "{text}");
-    assert!(text.ends_with(" resp=3 lib-name=go-redis(,go1.22.1) lib-ver=9.5.1\n\r\n"), "{text}");
+    assert!(
+        text.ends_with(" resp=3 lib-name=go-redis(,go1.22.1) lib-ver=9.5.1\n\r\n"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -113,12 +128,14 @@ fn ping_and_select_before_hello() {
     // Older clients (redis-py RESP2, jedis) send SELECT and CLIENT SETNAME first.
     let h = start();
     let mut r = Raw::connect(&h);
-    r.send(&[
-        encode(&[b"CLIENT", b"SETNAME", b"app"]),
-        encode(&[b"SELECT", b"2"]),
-        encode(&[b"PING"]),
-    ]
-    .concat());
+    r.send(
+        &[
+            encode(&[b"CLIENT", b"SETNAME", b"app"]),
+            encode(&[b"SELECT", b"2"]),
+            encode(&[b"PING"]),
+        ]
+        .concat(),
+    );
     assert_eq!(r.read_raw(), b"+OK\r\n");
     assert_eq!(r.read_raw(), b"+OK\r\n");
     assert_eq!(r.read_raw(), b"+PONG\r\n");

@@ -43,17 +43,31 @@ fn wait_for_flag(r: &mut Raw, id: i64, flag: char) {
 fn client_setinfo_shows_in_list_and_info() {
     let h = start();
     let mut r = Raw::connect(&h);
-    assert_eq!(cmd(&mut r, &["CLIENT", "SETINFO", "LIB-NAME", "go-redis(,go1.22)"]), Value::Simple(b"OK".to_vec()));
-    assert_eq!(cmd(&mut r, &["CLIENT", "SETINFO", "lib-ver", "9.5.1"]), Value::Simple(b"OK".to_vec()));
+    assert_eq!(
+        cmd(
+            &mut r,
+            &["CLIENT", "SETINFO", "LIB-NAME", "go-redis(,go1.22)"]
+        ),
+        Value::Simple(b"OK".to_vec())
+    );
+    assert_eq!(
+        cmd(&mut r, &["CLIENT", "SETINFO", "lib-ver", "9.5.1"]),
+        Value::Simple(b"OK".to_vec())
+    );
     let info = bulk(&cmd(&mut r, &["CLIENT", "INFO"]));
-    assert!(info.ends_with(" resp=2 lib-name=go-redis(,go1.22) lib-ver=9.5.1\n"), "{info}");
+    assert!(
+        info.ends_with(" resp=2 lib-name=go-redis(,go1.22) lib-ver=9.5.1\n"),
+        "{info}"
+    );
     assert_eq!(
         cmd(&mut r, &["CLIENT", "SETINFO", "lib-foo", "x"]),
         Value::Error(b"ERR Unrecognized option 'lib-foo'".to_vec())
     );
     assert_eq!(
         cmd(&mut r, &["CLIENT", "SETINFO", "lib-name", "a b"]),
-        Value::Error(b"ERR lib-name cannot contain spaces, newlines or special characters.".to_vec())
+        Value::Error(
+            b"ERR lib-name cannot contain spaces, newlines or special characters.".to_vec()
+        )
     );
     assert_eq!(
         cmd(&mut r, &["CLIENT", "SETINFO", "lib-name"]),
@@ -63,7 +77,10 @@ fn client_setinfo_shows_in_list_and_info() {
     cmd(&mut r, &["CLIENT", "SETINFO", "lib-name", ""]);
     let info = bulk(&cmd(&mut r, &["CLIENT", "INFO"]));
     assert!(info.contains(" lib-name= lib-ver=9.5.1\n"), "{info}");
-    assert_eq!(cmd(&mut r, &["CLIENT", "NO-TOUCH", "on"]), Value::Simple(b"OK".to_vec()));
+    assert_eq!(
+        cmd(&mut r, &["CLIENT", "NO-TOUCH", "on"]),
+        Value::Simple(b"OK".to_vec())
+    );
     let info = bulk(&cmd(&mut r, &["CLIENT", "INFO"]));
     assert!(info.contains(" flags=T "), "{info}");
 }
@@ -86,9 +103,35 @@ fn client_list_fields_and_filters() {
     assert_eq!(
         names,
         [
-            "id", "addr", "laddr", "fd", "name", "age", "idle", "flags", "db", "sub", "psub",
-            "ssub", "multi", "qbuf", "qbuf-free", "argv-mem", "multi-mem", "rbs", "rbp", "obl",
-            "oll", "omem", "tot-mem", "events", "cmd", "user", "redir", "resp", "lib-name",
+            "id",
+            "addr",
+            "laddr",
+            "fd",
+            "name",
+            "age",
+            "idle",
+            "flags",
+            "db",
+            "sub",
+            "psub",
+            "ssub",
+            "multi",
+            "qbuf",
+            "qbuf-free",
+            "argv-mem",
+            "multi-mem",
+            "rbs",
+            "rbp",
+            "obl",
+            "oll",
+            "omem",
+            "tot-mem",
+            "events",
+            "cmd",
+            "user",
+            "redir",
+            "resp",
+            "lib-name",
             "lib-ver"
         ]
     );
@@ -98,11 +141,22 @@ fn client_list_fields_and_filters() {
     let only_b = bulk(&cmd(&mut a, &["CLIENT", "LIST", "ID", &id_b.to_string()]));
     assert_eq!(only_b.lines().count(), 1);
     assert!(only_b.starts_with(&format!("id={id_b} ")));
-    assert_eq!(bulk(&cmd(&mut a, &["CLIENT", "LIST", "TYPE", "pubsub"])), "");
-    assert_eq!(bulk(&cmd(&mut a, &["CLIENT", "LIST", "TYPE", "normal"])).lines().count(), 2);
+    assert_eq!(
+        bulk(&cmd(&mut a, &["CLIENT", "LIST", "TYPE", "pubsub"])),
+        ""
+    );
+    assert_eq!(
+        bulk(&cmd(&mut a, &["CLIENT", "LIST", "TYPE", "normal"]))
+            .lines()
+            .count(),
+        2
+    );
     cmd(&mut a, &["MULTI"]);
     let list = bulk(&cmd(&mut b, &["CLIENT", "LIST", "ID", &id_a.to_string()]));
-    assert!(list.contains(" flags=x ") && list.contains(" multi=0 "), "{list}");
+    assert!(
+        list.contains(" flags=x ") && list.contains(" multi=0 "),
+        "{list}"
+    );
 }
 
 #[test]
@@ -111,16 +165,35 @@ fn client_kill_forms() {
     let mut a = Raw::connect(&h);
     let mut b = Raw::connect(&h);
     let id_b = client_id(&mut b);
-    assert_eq!(cmd(&mut a, &["CLIENT", "KILL", "ID", &id_b.to_string()]), Value::Int(1));
+    assert_eq!(
+        cmd(&mut a, &["CLIENT", "KILL", "ID", &id_b.to_string()]),
+        Value::Int(1)
+    );
     assert!(b.closed_within(Duration::from_secs(10)));
     let mut c = Raw::connect(&h);
     let info = bulk(&cmd(&mut c, &["CLIENT", "INFO"]));
-    let addr = info.split(' ').find_map(|f| f.strip_prefix("addr=")).unwrap().to_string();
-    assert_eq!(cmd(&mut a, &["CLIENT", "KILL", &addr]), Value::Simple(b"OK".to_vec()));
+    let addr = info
+        .split(' ')
+        .find_map(|f| f.strip_prefix("addr="))
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        cmd(&mut a, &["CLIENT", "KILL", &addr]),
+        Value::Simple(b"OK".to_vec())
+    );
     assert!(c.closed_within(Duration::from_secs(10)));
     // SKIPME yes (default) spares the caller; SKIPME no kills it after the reply.
-    assert_eq!(cmd(&mut a, &["CLIENT", "KILL", "TYPE", "normal"]), Value::Int(0));
-    assert_eq!(cmd(&mut a, &["CLIENT", "KILL", "USER", "default", "SKIPME", "no"]), Value::Int(1));
+    assert_eq!(
+        cmd(&mut a, &["CLIENT", "KILL", "TYPE", "normal"]),
+        Value::Int(0)
+    );
+    assert_eq!(
+        cmd(
+            &mut a,
+            &["CLIENT", "KILL", "USER", "default", "SKIPME", "no"]
+        ),
+        Value::Int(1)
+    );
     assert!(a.closed_within(Duration::from_secs(10)));
 }
 
@@ -131,17 +204,26 @@ fn client_pause_holds_commands_until_unpause() {
     let mut writer = Raw::connect(&h);
     let mut reader = Raw::connect(&h);
     cmd(&mut ctl, &["SET", "k", "before"]);
-    assert_eq!(cmd(&mut ctl, &["CLIENT", "PAUSE", "100000", "WRITE"]), Value::Simple(b"OK".to_vec()));
+    assert_eq!(
+        cmd(&mut ctl, &["CLIENT", "PAUSE", "100000", "WRITE"]),
+        Value::Simple(b"OK".to_vec())
+    );
     writer.cmd(&[b"SET", b"k", b"after"]);
     // Reads go on during a WRITE pause; the write waits.
     assert_eq!(bulk(&cmd(&mut reader, &["GET", "k"])), "before");
     assert_eq!(writer.try_read_raw(Duration::from_millis(200)), None);
     assert_eq!(bulk(&cmd(&mut reader, &["GET", "k"])), "before");
-    assert_eq!(cmd(&mut ctl, &["CLIENT", "UNPAUSE"]), Value::Simple(b"OK".to_vec()));
+    assert_eq!(
+        cmd(&mut ctl, &["CLIENT", "UNPAUSE"]),
+        Value::Simple(b"OK".to_vec())
+    );
     assert_eq!(writer.read(), Value::Simple(b"OK".to_vec()));
     assert_eq!(bulk(&cmd(&mut reader, &["GET", "k"])), "after");
     // PAUSE ALL holds reads too, and ends by itself when the time is up.
-    assert_eq!(cmd(&mut ctl, &["CLIENT", "PAUSE", "300", "ALL"]), Value::Simple(b"OK".to_vec()));
+    assert_eq!(
+        cmd(&mut ctl, &["CLIENT", "PAUSE", "300", "ALL"]),
+        Value::Simple(b"OK".to_vec())
+    );
     reader.cmd(&[b"GET", b"k"]);
     assert_eq!(bulk(&reader.read()), "after");
 }
@@ -154,13 +236,25 @@ fn client_unblock_timeout_and_error() {
     let id = client_id(&mut w);
     w.cmd(&[b"BLPOP", b"q", b"0"]);
     wait_for_flag(&mut ctl, id, 'b');
-    assert_eq!(cmd(&mut ctl, &["CLIENT", "UNBLOCK", &id.to_string()]), Value::Int(1));
+    assert_eq!(
+        cmd(&mut ctl, &["CLIENT", "UNBLOCK", &id.to_string()]),
+        Value::Int(1)
+    );
     assert_eq!(w.read_raw(), b"*-1\r\n");
-    assert_eq!(cmd(&mut ctl, &["CLIENT", "UNBLOCK", &id.to_string()]), Value::Int(0));
+    assert_eq!(
+        cmd(&mut ctl, &["CLIENT", "UNBLOCK", &id.to_string()]),
+        Value::Int(0)
+    );
     w.cmd(&[b"BLPOP", b"q", b"0"]);
     wait_for_flag(&mut ctl, id, 'b');
-    assert_eq!(cmd(&mut ctl, &["CLIENT", "UNBLOCK", &id.to_string(), "ERROR"]), Value::Int(1));
-    assert_eq!(w.read_raw(), b"-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n");
+    assert_eq!(
+        cmd(&mut ctl, &["CLIENT", "UNBLOCK", &id.to_string(), "ERROR"]),
+        Value::Int(1)
+    );
+    assert_eq!(
+        w.read_raw(),
+        b"-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n"
+    );
     assert_eq!(cmd(&mut w, &["PING"]), Value::Simple(b"PONG".to_vec()));
     let info = bulk(&cmd(&mut ctl, &["INFO", "errorstats"]));
     assert!(info.contains("errorstat_UNBLOCKED:count=1"), "{info}");
@@ -197,10 +291,14 @@ fn slowlog_records_and_truncates() {
     let echo = argv(&entries[1]);
     assert_eq!(echo[1], format!("{}... (72 more bytes)", "x".repeat(128)));
     assert_eq!(argv(&entries[2]), ["SET", "a", "b"]);
-    let Value::Array(f) = &entries[2] else { panic!() };
+    let Value::Array(f) = &entries[2] else {
+        panic!()
+    };
     assert_eq!(bulk(&f[5]), "slowpoke");
     assert!(bulk(&f[4]).starts_with("127.0.0.1:"));
-    let Value::Int(len) = cmd(&mut r, &["SLOWLOG", "LEN"]) else { panic!() };
+    let Value::Int(len) = cmd(&mut r, &["SLOWLOG", "LEN"]) else {
+        panic!()
+    };
     assert!(len >= 4);
     cmd(&mut r, &["CONFIG", "SET", "slowlog-max-len", "2"]);
     assert_eq!(cmd(&mut r, &["SLOWLOG", "LEN"]), Value::Int(2));
@@ -217,11 +315,16 @@ fn monitor_sees_other_clients_commands() {
     let mut c = Raw::connect(&h);
     assert_eq!(cmd(&mut m, &["MONITOR"]), Value::Simple(b"OK".to_vec()));
     cmd(&mut c, &["SET", "k", "with space"]);
-    let Value::Simple(line) = m.read() else { panic!() };
+    let Value::Simple(line) = m.read() else {
+        panic!()
+    };
     let line = String::from_utf8(line).unwrap();
     let (ts, rest) = line.split_once(' ').unwrap();
     assert!(ts.contains('.') && ts.len() == 17, "{line}");
-    assert!(rest.starts_with("[0 127.0.0.1:") && rest.ends_with("] \"SET\" \"k\" \"with space\""), "{line}");
+    assert!(
+        rest.starts_with("[0 127.0.0.1:") && rest.ends_with("] \"SET\" \"k\" \"with space\""),
+        "{line}"
+    );
 }
 
 #[test]
@@ -231,7 +334,19 @@ fn info_sections_and_stats() {
     cmd(&mut r, &["SET", "a", "1"]);
     cmd(&mut r, &["NOSUCH"]);
     let all = bulk(&cmd(&mut r, &["INFO"]));
-    for s in ["# Server", "# Clients", "# Memory", "# Persistence", "# Stats", "# Replication", "# CPU", "# Modules", "# Errorstats", "# Cluster", "# Keyspace"] {
+    for s in [
+        "# Server",
+        "# Clients",
+        "# Memory",
+        "# Persistence",
+        "# Stats",
+        "# Replication",
+        "# CPU",
+        "# Modules",
+        "# Errorstats",
+        "# Cluster",
+        "# Keyspace",
+    ] {
         assert!(all.contains(&format!("{s}\r\n")), "{s}");
     }
     assert!(!all.contains("# Commandstats"));
@@ -243,7 +358,10 @@ fn info_sections_and_stats() {
     assert!(stats.starts_with("# Commandstats\r\n"));
     assert!(stats.contains("\r\ncmdstat_set:calls=1,usec="), "{stats}");
     let two = bulk(&cmd(&mut r, &["INFO", "server", "CLIENTS"]));
-    assert!(two.starts_with("# Server\r\n") && two.contains("\r\n\r\n# Clients\r\nconnected_clients:1\r\n"));
+    assert!(
+        two.starts_with("# Server\r\n")
+            && two.contains("\r\n\r\n# Clients\r\nconnected_clients:1\r\n")
+    );
     let every = bulk(&cmd(&mut r, &["INFO", "everything"]));
     assert!(every.contains("# Commandstats") && every.contains("# Keyspace"));
     cmd(&mut r, &["CONFIG", "RESETSTAT"]);
@@ -258,7 +376,10 @@ fn config_set_requirepass_applies_to_new_connections() {
     cmd(&mut r, &["CONFIG", "SET", "requirepass", "pw"]);
     assert_eq!(cmd(&mut r, &["PING"]), Value::Simple(b"PONG".to_vec()));
     let mut n = Raw::connect(&h);
-    assert_eq!(cmd(&mut n, &["PING"]), Value::Error(b"NOAUTH Authentication required.".to_vec()));
+    assert_eq!(
+        cmd(&mut n, &["PING"]),
+        Value::Error(b"NOAUTH Authentication required.".to_vec())
+    );
     assert_eq!(cmd(&mut n, &["AUTH", "pw"]), Value::Simple(b"OK".to_vec()));
 }
 
@@ -266,17 +387,29 @@ fn config_set_requirepass_applies_to_new_connections() {
 fn command_count_list_docs_agree_with_the_table() {
     let h = start();
     let mut r = Raw::connect(&h);
-    let Value::Int(count) = cmd(&mut r, &["COMMAND", "COUNT"]) else { panic!() };
-    let Value::Array(all) = cmd(&mut r, &["COMMAND"]) else { panic!() };
+    let Value::Int(count) = cmd(&mut r, &["COMMAND", "COUNT"]) else {
+        panic!()
+    };
+    let Value::Array(all) = cmd(&mut r, &["COMMAND"]) else {
+        panic!()
+    };
     assert_eq!(all.len() as i64, count);
-    let Value::Array(docs) = cmd(&mut r, &["COMMAND", "DOCS"]) else { panic!() };
+    let Value::Array(docs) = cmd(&mut r, &["COMMAND", "DOCS"]) else {
+        panic!()
+    };
     assert_eq!(docs.len() as i64, count * 2);
-    let Value::Array(list) = cmd(&mut r, &["COMMAND", "LIST"]) else { panic!() };
+    let Value::Array(list) = cmd(&mut r, &["COMMAND", "LIST"]) else {
+        panic!()
+    };
     assert!(list.len() as i64 > count);
-    let Value::Array(read) = cmd(&mut r, &["COMMAND", "LIST", "FILTERBY", "ACLCAT", "read"]) else { panic!() };
+    let Value::Array(read) = cmd(&mut r, &["COMMAND", "LIST", "FILTERBY", "ACLCAT", "read"]) else {
+        panic!()
+    };
     assert!(read.iter().any(|v| bulk(v) == "get"));
     assert!(!read.iter().any(|v| bulk(v) == "set"));
-    let Value::Array(info) = cmd(&mut r, &["COMMAND", "INFO", "client|setinfo"]) else { panic!() };
+    let Value::Array(info) = cmd(&mut r, &["COMMAND", "INFO", "client|setinfo"]) else {
+        panic!()
+    };
     let Value::Array(e) = &info[0] else { panic!() };
     assert_eq!(bulk(&e[0]), "client|setinfo");
     assert_eq!(e[1], Value::Int(4));
@@ -286,8 +419,14 @@ fn command_count_list_docs_agree_with_the_table() {
 fn debug_sleep_when_enabled() {
     let h = start_with(&["--enable-debug-command", "yes"]);
     let mut r = Raw::connect(&h);
-    assert_eq!(cmd(&mut r, &["DEBUG", "SLEEP", "0"]), Value::Simple(b"OK".to_vec()));
-    assert_eq!(cmd(&mut r, &["DEBUG", "SLEEP", "0.01"]), Value::Simple(b"OK".to_vec()));
+    assert_eq!(
+        cmd(&mut r, &["DEBUG", "SLEEP", "0"]),
+        Value::Simple(b"OK".to_vec())
+    );
+    assert_eq!(
+        cmd(&mut r, &["DEBUG", "SLEEP", "0.01"]),
+        Value::Simple(b"OK".to_vec())
+    );
     assert_eq!(
         cmd(&mut r, &["DEBUG", "nosuch"]),
         Value::Error(b"ERR unknown subcommand 'nosuch'. Try DEBUG HELP.".to_vec())

@@ -88,15 +88,10 @@ fn call<S: Read + Write>(s: &mut S, args: &[&str]) -> String {
     s.write_all(&resp(args)).unwrap();
     let mut buf = Vec::new();
     let mut byte = [0u8; 1];
-    loop {
-        match s.read(&mut byte) {
-            Ok(1) => {
-                buf.push(byte[0]);
-                if buf.ends_with(b"\r\n") {
-                    break;
-                }
-            }
-            _ => break,
+    while let Ok(1) = s.read(&mut byte) {
+        buf.push(byte[0]);
+        if buf.ends_with(b"\r\n") {
+            break;
         }
     }
     let line = String::from_utf8_lossy(&buf).trim_end().to_string();
@@ -171,12 +166,22 @@ fn starts_serves_and_stops_on_sigterm() {
         "--pidfile",
         pid.to_str().unwrap(),
     ]);
-    assert!(p.log.last().unwrap().ends_with("* Ready to accept connections"), "{:?}", p.log);
+    assert!(
+        p.log
+            .last()
+            .unwrap()
+            .ends_with("* Ready to accept connections"),
+        "{:?}",
+        p.log
+    );
     let written = std::fs::read_to_string(&pid).unwrap();
     assert_eq!(written.trim(), p.child.id().to_string());
     let mut c = connect(port);
     assert_eq!(call(&mut c, &["PING"]), "+PONG");
-    assert_eq!(call(&mut c, &["CONFIG", "GET", "port"]), format!("port\n{port}"));
+    assert_eq!(
+        call(&mut c, &["CONFIG", "GET", "port"]),
+        format!("port\n{port}")
+    );
     sigterm(&p.child);
     assert_eq!(wait_exit(&mut p.child), Some(0));
     assert!(!pid.exists(), "pidfile removed at shutdown");
@@ -205,13 +210,24 @@ fn logfile_receives_the_log() {
     }
     assert!(ready, "log file gets the ready line");
     let mut c = connect(port);
-    assert_eq!(call(&mut c, &["CONFIG", "GET", "loglevel"]), "loglevel\nverbose");
+    assert_eq!(
+        call(&mut c, &["CONFIG", "GET", "loglevel"]),
+        "loglevel\nverbose"
+    );
     assert_eq!(call(&mut c, &["SHUTDOWN", "NOSAVE"]), "");
     assert_eq!(wait_exit(&mut child), Some(0));
     let text = std::fs::read_to_string(&log).unwrap();
-    assert!(text.contains("Redis is now ready to exit, bye bye..."), "{text}");
+    assert!(
+        text.contains("Redis is now ready to exit, bye bye..."),
+        "{text}"
+    );
     let mut out = String::new();
-    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
     assert!(out.is_empty(), "nothing on stdout with a logfile: {out}");
 }
 
@@ -233,10 +249,16 @@ fn unix_socket_only_with_port_zero() {
     let mut c = UnixStream::connect(&sock).unwrap();
     c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     assert_eq!(call(&mut c, &["PING"]), "+PONG");
-    assert_eq!(call(&mut c, &["CONFIG", "GET", "unixsocketperm"]), "unixsocketperm\n700");
+    assert_eq!(
+        call(&mut c, &["CONFIG", "GET", "unixsocketperm"]),
+        "unixsocketperm\n700"
+    );
     assert_eq!(call(&mut c, &["CONFIG", "GET", "port"]), "port\n0");
     let info = call(&mut c, &["CLIENT", "INFO"]);
-    assert!(info.contains(&format!("addr={}:0 ", sock.display())), "{info}");
+    assert!(
+        info.contains(&format!("addr={}:0 ", sock.display())),
+        "{info}"
+    );
     assert!(info.contains("flags=U "), "{info}");
     drop(p);
 }
@@ -249,17 +271,31 @@ fn config_file_then_flags() {
     let conf = dir.join("redis.conf");
     std::fs::write(
         &conf,
-        format!("# test config\nport {other}\nhz 20\nmaxmemory 10mb\ndatabases 4\nrequirepass secret\n"),
+        format!(
+            "# test config\nport {other}\nhz 20\nmaxmemory 10mb\ndatabases 4\nrequirepass secret\n"
+        ),
     )
     .unwrap();
-    let p = start(&[conf.to_str().unwrap(), "--port", &port.to_string(), "--maxmemory", "1mb"]);
+    let p = start(&[
+        conf.to_str().unwrap(),
+        "--port",
+        &port.to_string(),
+        "--maxmemory",
+        "1mb",
+    ]);
     let mut c = connect(port);
     assert!(call(&mut c, &["PING"]).starts_with("-NOAUTH"));
     assert_eq!(call(&mut c, &["AUTH", "secret"]), "+OK");
     assert_eq!(call(&mut c, &["CONFIG", "GET", "hz"]), "hz\n20");
-    assert_eq!(call(&mut c, &["CONFIG", "GET", "maxmemory"]), "maxmemory\n1048576");
+    assert_eq!(
+        call(&mut c, &["CONFIG", "GET", "maxmemory"]),
+        "maxmemory\n1048576"
+    );
     assert_eq!(call(&mut c, &["SELECT", "3"]), "+OK");
-    assert_eq!(call(&mut c, &["SELECT", "4"]), "-ERR DB index is out of range");
+    assert_eq!(
+        call(&mut c, &["SELECT", "4"]),
+        "-ERR DB index is out of range"
+    );
     let info = call(&mut c, &["INFO", "server"]);
     let canon = std::fs::canonicalize(&conf).unwrap();
     assert!(info.contains(&format!("config_file:{}\r\n", canon.display())));
@@ -285,34 +321,64 @@ fn bad_config_is_fatal() {
         "\n*** FATAL CONFIG FILE ERROR (Redis 7.0.15) ***\nReading the configuration file, at line 3\n>>> 'databases \"zzz\"'\nargument couldn't be parsed into an integer\n"
     );
     // redis-server --port 0 --foo bar
-    let out = Command::new(BIN).args(["--port", "0", "--foo", "bar"]).output().unwrap();
+    let out = Command::new(BIN)
+        .args(["--port", "0", "--foo", "bar"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr)
         .contains(">>> 'foo \"bar\"'\nBad directive or wrong number of arguments"));
     // redis-server --port 0 --maxmemory 1 2
-    let out = Command::new(BIN).args(["--port", "0", "--maxmemory", "1", "2"]).output().unwrap();
+    let out = Command::new(BIN)
+        .args(["--port", "0", "--maxmemory", "1", "2"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr)
         .contains(">>> 'maxmemory \"1\" \"2\"'\nwrong number of arguments"));
     // redis-server /nonexist
-    let out = Command::new(BIN).arg("/nonexist/redis.conf").output().unwrap();
+    let out = Command::new(BIN)
+        .arg("/nonexist/redis.conf")
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    let all = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    assert!(all.contains("Fatal error, can't open config file '/nonexist/redis.conf': No such file or directory"), "{all}");
+    let all =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        all.contains(
+            "Fatal error, can't open config file '/nonexist/redis.conf': No such file or directory"
+        ),
+        "{all}"
+    );
     // redis-server --port 0 --save 1
-    let out = Command::new(BIN).args(["--port", "0", "--save", "1"]).output().unwrap();
+    let out = Command::new(BIN)
+        .args(["--port", "0", "--save", "1"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains(">>> 'save \"1\"'\nInvalid save parameters"));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(">>> 'save \"1\"'\nInvalid save parameters")
+    );
 }
 
 #[test]
 fn maxclients_and_timeout() {
     let port = free_port();
-    let _p = start(&["--port", &port.to_string(), "--maxclients", "1", "--timeout", "1"]);
+    let _p = start(&[
+        "--port",
+        &port.to_string(),
+        "--maxclients",
+        "1",
+        "--timeout",
+        "1",
+    ]);
     let mut a = connect(port);
     assert_eq!(call(&mut a, &["PING"]), "+PONG");
     let mut b = connect(port);
-    assert_eq!(call(&mut b, &["PING"]), "-ERR max number of clients reached");
+    assert_eq!(
+        call(&mut b, &["PING"]),
+        "-ERR max number of clients reached"
+    );
     // The idle client is closed by `timeout` (wait for EOF, bounded by the read timeout).
     let mut buf = [0u8; 1];
     assert_eq!(a.read(&mut buf).unwrap_or(0), 0);
@@ -348,8 +414,15 @@ fn daemonize_detaches_and_writes_pidfile() {
     }
     let mut c = c.expect("daemon listens");
     c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    assert_eq!(call(&mut c, &["CONFIG", "GET", "daemonize"]), "daemonize\nyes");
-    assert!(std::fs::read_to_string(&pid).unwrap().trim().parse::<u32>().is_ok());
+    assert_eq!(
+        call(&mut c, &["CONFIG", "GET", "daemonize"]),
+        "daemonize\nyes"
+    );
+    assert!(std::fs::read_to_string(&pid)
+        .unwrap()
+        .trim()
+        .parse::<u32>()
+        .is_ok());
     assert_eq!(call(&mut c, &["SHUTDOWN", "NOSAVE"]), "");
     for _ in 0..500 {
         if !pid.exists() {

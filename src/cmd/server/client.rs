@@ -234,7 +234,9 @@ pub fn describe(c: &Client, current: bool) -> String {
     } else {
         "rw"
     };
-    let s = |b: &Option<Vec<u8>>| String::from_utf8_lossy(b.as_deref().unwrap_or_default()).into_owned();
+    let s = |b: &Option<Vec<u8>>| {
+        String::from_utf8_lossy(b.as_deref().unwrap_or_default()).into_owned()
+    };
     format!(
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events={} cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
         c.id,
@@ -386,9 +388,15 @@ fn kill(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     each_client(ctx.srv, ctx.client, |c, cur| {
         let hit = id.is_none_or(|i| c.id == i)
             && ty.is_none_or(|t| t == type_of(c))
-            && addr.as_ref().is_none_or(|a| c.addr.as_bytes() == a.as_slice())
-            && local.as_ref().is_none_or(|a| laddr(c).as_bytes() == a.as_slice())
-            && user.as_ref().is_none_or(|u| c.user.as_bytes() == u.as_slice())
+            && addr
+                .as_ref()
+                .is_none_or(|a| c.addr.as_bytes() == a.as_slice())
+            && local
+                .as_ref()
+                .is_none_or(|a| laddr(c).as_bytes() == a.as_slice())
+            && user
+                .as_ref()
+                .is_none_or(|u| c.user.as_bytes() == u.as_slice())
             && !(cur && skipme);
         if hit {
             victims.push(c.id);
@@ -532,7 +540,9 @@ fn unblock(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         if args.eat_ci("ERROR") {
             error = true;
         } else if !args.eat_ci("TIMEOUT") || args.has_more() {
-            return Err(Error::msg("CLIENT UNBLOCK reason should be TIMEOUT or ERROR"));
+            return Err(Error::msg(
+                "CLIENT UNBLOCK reason should be TIMEOUT or ERROR",
+            ));
         }
     }
     let mut done = false;

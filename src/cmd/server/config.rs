@@ -94,7 +94,7 @@ fn set_failed(name: &str, why: &str) -> Error {
 /// `OK`. All pairs are checked first and applied together: when one fails,
 /// every parameter keeps its previous value.
 fn set(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
-    if args.remaining() % 2 != 0 {
+    if !args.remaining().is_multiple_of(2) {
         return Err(Error::Syntax);
     }
     let mut pairs: Vec<(String, &'static crate::config::Param, String)> = Vec::new();
