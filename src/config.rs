@@ -302,7 +302,8 @@ impl Config {
                 .map(notify::flags_to_string)
                 .ok_or_else(|| "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".to_string()),
             "save" => {
-                if !words.len().is_multiple_of(2) || words.iter().any(|p| parse_int(p).is_none_or(|n| n < 0))
+                if !words.len().is_multiple_of(2)
+                    || words.iter().any(|p| parse_int(p).is_none_or(|n| n < 0))
                 {
                     return Err("Invalid save parameters".into());
                 }
