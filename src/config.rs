@@ -233,6 +233,10 @@ impl Config {
             "Unknown option or number of arguments for CONFIG SET - '".to_string() + name + "'"
         })?;
         let mut canonical = self.validate(prm, value)?;
+        if prm.name == "hz" {
+            // Redis keeps the configured hz within 1..=500 (CONFIG GET shows the clamped value).
+            canonical = parse_int(&canonical).unwrap_or(10).clamp(1, 500).to_string();
+        }
         if prm.name == "dir" {
             std::env::set_current_dir(&canonical).map_err(|e| os_error(&e))?;
             if let Ok(cwd) = std::env::current_dir() {
