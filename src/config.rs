@@ -76,6 +76,9 @@ pub static ACTED: &[&str] = &[
     "hash-max-listpack-entries",
     "hash-max-listpack-value",
     "set-max-intset-entries",
+    "zset-max-listpack-entries",
+    "zset-max-listpack-value",
+    "busy-reply-threshold",
 ];
 
 const LOGLEVELS: &[&str] = &["debug", "verbose", "notice", "warning"];

@@ -370,6 +370,19 @@ fn info_sections_and_stats() {
 }
 
 #[test]
+fn config_get_star_lists_every_redis_parameter() {
+    let h = start();
+    let mut r = Raw::connect(&h);
+    let Value::Array(all) = cmd(&mut r, &["CONFIG", "GET", "*"]) else { panic!() };
+    // redis-server 7.0.15 answers 192 names (173 parameters and 19 aliases).
+    assert_eq!(all.len(), 2 * 192);
+    let names: Vec<String> = all.iter().step_by(2).map(bulk).collect();
+    for n in ["maxmemory", "slave-read-only", "replica-read-only", "lua-time-limit", "tls-port", "oom-score-adj-values"] {
+        assert!(names.iter().any(|x| x == n), "{n}");
+    }
+}
+
+#[test]
 fn config_set_requirepass_applies_to_new_connections() {
     let h = start();
     let mut r = Raw::connect(&h);

@@ -166,6 +166,14 @@ fn after_set(ctx: &mut Ctx, before: &crate::config::Config) {
     if cfg.loglevel != before.loglevel {
         crate::log::set_level(cfg.loglevel);
     }
+    for p in crate::config::PARAMS.iter().filter(|p| !p.acted()) {
+        if cfg.get(p.name) != before.get(p.name) {
+            crate::log::warning(&format!(
+                "CONFIG SET {}: Oxidis accepts this parameter but does not act on it yet",
+                p.name
+            ));
+        }
+    }
     let max = cfg.slowlog_max_len;
     ctx.srv.ext.slowlog.trim(max);
 }
