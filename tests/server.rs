@@ -354,6 +354,10 @@ fn info_sections_and_stats() {
     assert!(all.contains("\r\nloading:0\r\n"));
     assert!(all.contains("\r\ndb0:keys=1,expires=0,avg_ttl=0\r\n"));
     assert!(all.contains("\r\nerrorstat_ERR:count=1\r\n"));
+    cmd(&mut r, &["GET", "a"]);
+    cmd(&mut r, &["GET", "nosuchkey"]);
+    let st = bulk(&cmd(&mut r, &["INFO", "stats"]));
+    assert!(st.contains("\r\nkeyspace_hits:1\r\nkeyspace_misses:1\r\n"), "{st}");
     let stats = bulk(&cmd(&mut r, &["INFO", "commandstats"]));
     assert!(stats.starts_with("# Commandstats\r\n"));
     assert!(stats.contains("\r\ncmdstat_set:calls=1,usec="), "{stats}");
