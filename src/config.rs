@@ -79,6 +79,8 @@ pub static ACTED: &[&str] = &[
     "zset-max-listpack-entries",
     "zset-max-listpack-value",
     "busy-reply-threshold",
+    "client-output-buffer-limit",
+    "tracking-table-max-keys",
 ];
 
 const LOGLEVELS: &[&str] = &["debug", "verbose", "notice", "warning"];
@@ -122,6 +124,10 @@ pub struct Config {
     pub hash_max_listpack_entries: usize,
     pub hash_max_listpack_value: usize,
     pub set_max_intset_entries: usize,
+    /// `client-output-buffer-limit`, per client class (pub/sub family).
+    pub obuf_limits: crate::server::pubsub::OutputLimits,
+    /// `tracking-table-max-keys` (client-side caching).
+    pub tracking_table_max_keys: u64,
 }
 
 impl Default for Config {
@@ -154,6 +160,8 @@ impl Default for Config {
             hash_max_listpack_entries: 128,
             hash_max_listpack_value: 64,
             set_max_intset_entries: 512,
+            obuf_limits: Default::default(),
+            tracking_table_max_keys: 1_000_000,
         };
         for prm in PARAMS {
             c.values.insert(prm.name, prm.default.to_string());
@@ -461,6 +469,12 @@ impl Config {
             "hash-max-listpack-entries" => self.hash_max_listpack_entries = int() as usize,
             "hash-max-listpack-value" => self.hash_max_listpack_value = int() as usize,
             "set-max-intset-entries" => self.set_max_intset_entries = int() as usize,
+            "client-output-buffer-limit" => {
+                self.obuf_limits = crate::server::pubsub::OutputLimits::default()
+                    .parse_onto(&v)
+                    .unwrap_or_default()
+            }
+            "tracking-table-max-keys" => self.tracking_table_max_keys = int().max(0) as u64,
             _ => {}
         }
     }

@@ -220,6 +220,7 @@ fn hello(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 fn reset(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
     crate::cmd::txn::discard_transaction(ctx.srv, ctx.client);
     crate::cmd::pubsub::unsubscribe_all(ctx.srv, ctx.client);
+    crate::server::tracking::disable(ctx.srv, ctx.client);
     let id = ctx.client.id;
     ctx.srv.monitors.retain(|&m| m != id);
     let c = &mut *ctx.client;

@@ -58,6 +58,7 @@ pub fn dispatch(srv: &mut Server, client: &mut Client, args: &Args) {
     if drop_reply {
         client.reply.truncate(start_len);
     }
+    crate::server::tracking::after_dispatch(client, args);
 }
 
 /// True when CLIENT PAUSE holds this request back: every command under
@@ -205,6 +206,8 @@ pub fn call(
     in_exec: bool,
 ) -> bool {
     let started = Instant::now();
+    notify::sync_db_mask(srv);
+    let reply_start = client.reply.len();
     let mut cursor = Args::new_at(args, if cmd.spec.name.contains('|') { 2 } else { 1 });
     let result = {
         let mut ctx = Ctx {
@@ -223,6 +226,10 @@ pub fn call(
         srv.stats.cmd(cmd.id).failed += 1;
     }
     let elapsed_us = started.elapsed().as_micros() as u64;
+    notify::flush_before_reply(srv, client, reply_start);
+    if client.tracking.is_some() && cmd.spec.has(flags::READONLY) {
+        crate::server::tracking::remember_read(srv, client, cmd.spec, args);
+    }
     let st = srv.stats.cmd(cmd.id);
     st.calls += 1;
     st.usec += elapsed_us;
@@ -242,5 +249,7 @@ pub fn call(
 /// clients blocked on keys that became ready.
 pub fn after_command(srv: &mut Server, client: &mut Client) {
     notify::flush(srv, client);
+    crate::server::tracking::send_pending(srv, client);
+    crate::server::pubsub::deliver_stashed(srv, client);
     blocking::serve_ready(srv, client);
 }

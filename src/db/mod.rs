@@ -6,6 +6,7 @@ pub mod value;
 use std::collections::{HashMap, VecDeque};
 
 use crate::clock;
+use crate::server::notify;
 use dict::Dict;
 pub use value::{Kind, Value};
 
@@ -19,6 +20,10 @@ pub type ClientId = u64;
 pub struct Watched {
     pub version: u64,
     pub watchers: u32,
+    /// How many of the `version` bumps deleted the key because it had
+    /// expired: for a client that WATCHed the key when it was already
+    /// expired, that deletion is no logical change (Redis's `wk->expired`).
+    pub stale_deletes: u64,
 }
 
 /// A stored value with its access metadata (what Redis keeps in `robj.lru`).
@@ -125,6 +130,11 @@ pub struct Db {
     /// Keys deleted by lazy expiry during the current command; the dispatcher
     /// drains them to publish `expired` events.
     pub expired: Vec<Box<[u8]>>,
+    /// `new` and `keymiss` keyspace events this database recorded (only the
+    /// classes in `event_mask`, which the notify module keeps in step with
+    /// `notify-keyspace-events`); drained with `expired`.
+    pub key_events: Vec<(u32, &'static str, Box<[u8]>)>,
+    pub event_mask: u32,
     /// Watched keys (see [`Watched`]); empty unless some client WATCHes here.
     pub watched: HashMap<Box<[u8]>, Watched>,
     /// Clients blocked on each key, in arrival order.
@@ -176,7 +186,7 @@ impl Db {
     pub fn delete_expired(&mut self, key: &[u8]) {
         self.expires.remove(key);
         if let Some((k, _)) = self.keys.remove_entry(key) {
-            self.touch(&k);
+            self.touch_stale(&k);
             self.expired_count += 1;
             self.expired.push(k);
         }
@@ -194,6 +204,10 @@ impl Db {
             }
             None => {
                 self.misses += 1;
+                if self.event_mask & notify::KEY_MISS != 0 {
+                    self.key_events
+                        .push((notify::KEY_MISS, "keymiss", key.into()));
+                }
                 None
             }
         }
@@ -309,6 +323,9 @@ impl Db {
     /// Adds a key known to be absent (Redis's `dbAdd`): wakes clients waiting on it.
     pub fn add_new(&mut self, key: &[u8], val: Value) {
         let k: Box<[u8]> = key.into();
+        if self.event_mask & notify::NEW != 0 {
+            self.key_events.push((notify::NEW, "new", k.clone()));
+        }
         if !self.waiters.is_empty() && self.waiters.contains_key(key) {
             self.ready.push(k.clone());
         }
@@ -371,12 +388,31 @@ impl Db {
         }
     }
 
-    /// Touches every watched key that exists (FLUSHDB, SWAPDB).
+    /// Marks the deletion of an expired key for WATCH (see [`Watched`]).
+    #[inline]
+    pub fn touch_stale(&mut self, key: &[u8]) {
+        if let Some(w) = self.watched.get_mut(key) {
+            w.version += 1;
+            w.stale_deletes += 1;
+        }
+    }
+
+    /// Touches every watched key that exists (FLUSHDB, SWAPDB); removing an
+    /// already expired key counts as a stale deletion.
     pub fn touch_all_existing(&mut self) {
-        let keys = &self.keys;
-        for (k, w) in self.watched.iter_mut() {
+        let now = clock::now_ms();
+        let Db {
+            keys,
+            expires,
+            watched,
+            ..
+        } = self;
+        for (k, w) in watched.iter_mut() {
             if keys.contains_key(k) {
                 w.version += 1;
+                if expires.get(k).is_some_and(|&at| at <= now) {
+                    w.stale_deletes += 1;
+                }
             }
         }
     }

@@ -55,6 +55,8 @@ pub struct WatchedKey {
     pub key: Box<[u8]>,
     pub version: u64,
     pub expired_at_watch: bool,
+    /// `Watched::stale_deletes` at WATCH time.
+    pub stale_deletes: u64,
 }
 
 /// A client waiting in a blocking command (BLPOP, BZPOPMIN, ...).
@@ -122,6 +124,11 @@ pub struct Client {
     pub fd: i32,
     /// A command is waiting for CLIENT PAUSE to end (it stays in the query buffer).
     pub postponed: bool,
+    /// Since when (unix seconds) the output passed the soft
+    /// `client-output-buffer-limit` (see `server::pubsub`).
+    pub obuf_soft_since: Option<i64>,
+    /// Client-side caching mode; None when tracking is off (see `server::tracking`).
+    pub tracking: Option<Box<super::tracking::ClientTracking>>,
 }
 
 impl Client {
@@ -166,6 +173,8 @@ impl Client {
             qbuf: 0,
             fd: -1,
             postponed: false,
+            obuf_soft_since: None,
+            tracking: None,
         }
     }
 

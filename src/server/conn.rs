@@ -34,7 +34,10 @@ where
             let mut c = cell.state.borrow_mut();
             c.unblocked = false;
             c.postponed = false;
-            process(&mut s, &mut c, &mut inbuf, &mut ranges, &mut need);
+            if !cell.kill.get() {
+                process(&mut s, &mut c, &mut inbuf, &mut ranges, &mut need);
+            }
+            super::tracking::before_sleep(&mut s, &mut c);
             c.qbuf = inbuf.len();
             let idle = if c.blocked.is_none()
                 && c.subscription_count() == 0
@@ -135,7 +138,28 @@ async fn flush<S: AsyncWrite + Unpin>(
             }
             std::mem::swap(&mut c.reply.buf, outbuf);
         }
-        stream.write_all(outbuf).await?;
+        // Write without holding up a kill (a slow reader over its output
+        // limit): `write` is cancel-safe, so a wake-up loses no progress.
+        let mut written = 0;
+        let mut rearm = false;
+        while written < outbuf.len() {
+            tokio::select! {
+                r = stream.write(&outbuf[written..]) => match r? {
+                    0 => return Err(std::io::ErrorKind::WriteZero.into()),
+                    n => written += n,
+                },
+                _ = cell.wake.notified() => {
+                    if cell.kill.get() {
+                        return Err(std::io::Error::other("client killed"));
+                    }
+                    rearm = true;
+                }
+            }
+        }
+        if rearm {
+            // Hand the wake-up on to the main loop (unblocked, more output).
+            cell.wake.notify_one();
+        }
         let n = outbuf.len() as u64;
         srv.borrow_mut().stats.net_output_bytes += n;
         cell.state.borrow_mut().net_out += n;

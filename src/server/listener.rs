@@ -132,6 +132,7 @@ pub fn remove_client(srv: &mut Server, c: &mut Client) {
     super::blocking::unregister(srv, c);
     crate::cmd::txn::unwatch_all(srv, c);
     crate::cmd::pubsub::unsubscribe_all(srv, c);
+    super::tracking::disable(srv, c);
     srv.monitors.retain(|&id| id != c.id);
     srv.clients.remove(&c.id);
 }

@@ -1,6 +1,7 @@
 //! CLIENT: connection introspection and control (ID, SETNAME, GETNAME, SETINFO,
 //! LIST, INFO, KILL, PAUSE, UNPAUSE, REPLY, NO-EVICT, NO-TOUCH, UNBLOCK, HELP).
 
+use crate::cmd::tracking;
 use crate::command::flags::*;
 use crate::command::{Args, CommandSpec};
 use crate::db::ClientId;
@@ -28,6 +29,35 @@ pub static SUBS: &[CommandSpec] = &[
     CommandSpec::new("client|no-touch", 3, SUB | FAST, (0, 0, 0), no_touch),
     CommandSpec::new("client|unblock", -3, ADMIN_SUB, (0, 0, 0), unblock),
     CommandSpec::new("client|help", 2, LOADING | STALE, (0, 0, 0), help),
+    // Client-side caching (handlers in cmd::tracking).
+    CommandSpec::new(
+        "client|tracking",
+        -3,
+        SUB,
+        (0, 0, 0),
+        tracking::client_tracking,
+    ),
+    CommandSpec::new(
+        "client|caching",
+        3,
+        SUB,
+        (0, 0, 0),
+        tracking::client_caching,
+    ),
+    CommandSpec::new(
+        "client|getredir",
+        2,
+        SUB,
+        (0, 0, 0),
+        tracking::client_getredir,
+    ),
+    CommandSpec::new(
+        "client|trackinginfo",
+        2,
+        SUB,
+        (0, 0, 0),
+        tracking::client_trackinginfo,
+    ),
 ];
 
 const HELP: &[&str] = &[

@@ -195,7 +195,9 @@ fn keys_of<'a>(args: &Args<'a>) -> Result<(&'static CommandSpec, Args<'a>, Vec<u
         return Err(Error::msg("The command has no key arguments"));
     }
     if !spec.arity_ok(sub_args.len()) {
-        return Err(Error::msg("Invalid number of arguments specified for command"));
+        return Err(Error::msg(
+            "Invalid number of arguments specified for command",
+        ));
     }
     let keys = spec.key_positions(&sub_args);
     if keys.is_empty() && !spec.has(NO_MANDATORY_KEYS) {
