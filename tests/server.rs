@@ -357,7 +357,10 @@ fn info_sections_and_stats() {
     cmd(&mut r, &["GET", "a"]);
     cmd(&mut r, &["GET", "nosuchkey"]);
     let st = bulk(&cmd(&mut r, &["INFO", "stats"]));
-    assert!(st.contains("\r\nkeyspace_hits:1\r\nkeyspace_misses:1\r\n"), "{st}");
+    assert!(
+        st.contains("\r\nkeyspace_hits:1\r\nkeyspace_misses:1\r\n"),
+        "{st}"
+    );
     let stats = bulk(&cmd(&mut r, &["INFO", "commandstats"]));
     assert!(stats.starts_with("# Commandstats\r\n"));
     assert!(stats.contains("\r\ncmdstat_set:calls=1,usec="), "{stats}");
@@ -377,11 +380,20 @@ fn info_sections_and_stats() {
 fn config_get_star_lists_every_redis_parameter() {
     let h = start();
     let mut r = Raw::connect(&h);
-    let Value::Array(all) = cmd(&mut r, &["CONFIG", "GET", "*"]) else { panic!() };
+    let Value::Array(all) = cmd(&mut r, &["CONFIG", "GET", "*"]) else {
+        panic!()
+    };
     // redis-server 7.0.15 answers 192 names (173 parameters and 19 aliases).
     assert_eq!(all.len(), 2 * 192);
     let names: Vec<String> = all.iter().step_by(2).map(bulk).collect();
-    for n in ["maxmemory", "slave-read-only", "replica-read-only", "lua-time-limit", "tls-port", "oom-score-adj-values"] {
+    for n in [
+        "maxmemory",
+        "slave-read-only",
+        "replica-read-only",
+        "lua-time-limit",
+        "tls-port",
+        "oom-score-adj-values",
+    ] {
         assert!(names.iter().any(|x| x == n), "{n}");
     }
 }

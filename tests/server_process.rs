@@ -432,3 +432,37 @@ fn daemonize_detaches_and_writes_pidfile() {
     }
     assert!(!pid.exists());
 }
+
+/// A local address other than loopback (the one routing would use), if the machine has one.
+fn non_loopback_ip() -> Option<std::net::IpAddr> {
+    let s = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    s.connect("192.0.2.1:9").ok()?;
+    let ip = s.local_addr().ok()?.ip();
+    (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
+}
+
+#[test]
+fn protected_mode_refuses_non_loopback_clients() {
+    let Some(ip) = non_loopback_ip() else {
+        eprintln!("no non-loopback address on this machine; nothing to check");
+        return;
+    };
+    let port = free_port();
+    let _p = start(&["--port", &port.to_string()]);
+    let mut c = TcpStream::connect((ip, port)).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut text = String::new();
+    let _ = c.read_to_string(&mut text);
+    // redis-server 7.0.15 sends this on connect and closes.
+    assert!(text.starts_with("-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user."), "{text}");
+    assert!(text.ends_with("4) Setup a an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n"));
+    // Loopback is always served; `protected-mode no` serves everyone.
+    let mut l = connect(port);
+    assert_eq!(
+        call(&mut l, &["CONFIG", "SET", "protected-mode", "no"]),
+        "+OK"
+    );
+    let mut c = TcpStream::connect((ip, port)).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    assert_eq!(call(&mut c, &["PING"]), "+PONG");
+}
