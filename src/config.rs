@@ -246,7 +246,10 @@ impl Config {
         let mut canonical = self.validate(prm, value)?;
         if prm.name == "hz" {
             // Redis keeps the configured hz within 1..=500 (CONFIG GET shows the clamped value).
-            canonical = parse_int(&canonical).unwrap_or(10).clamp(1, 500).to_string();
+            canonical = parse_int(&canonical)
+                .unwrap_or(10)
+                .clamp(1, 500)
+                .to_string();
         }
         if prm.name == "dir" {
             std::env::set_current_dir(&canonical).map_err(|e| os_error(&e))?;
@@ -754,7 +757,10 @@ mod tests {
         let main = dir.join("main.conf");
         std::fs::write(
             &main,
-            format!("# c\nport 7100\ninclude {}\nsave 900 1\nsave 300 10\n", inc.display()),
+            format!(
+                "# c\nport 7100\ninclude {}\nsave 900 1\nsave 300 10\n",
+                inc.display()
+            ),
         )
         .unwrap();
         let c = from_args(&args(&[main.to_str().unwrap(), "--hz", "44"])).unwrap();
