@@ -26,7 +26,7 @@ pub static SUBS: &[CommandSpec] = &[
     CommandSpec::new("client|unpause", 2, ADMIN_SUB, (0, 0, 0), unpause),
     CommandSpec::new("client|reply", 3, SUB, (0, 0, 0), reply),
     CommandSpec::new("client|no-evict", 3, ADMIN_SUB, (0, 0, 0), no_evict),
-    CommandSpec::new("client|no-touch", 3, SUB | FAST, (0, 0, 0), no_touch),
+    CommandSpec::new("client|no-touch", 3, SUB, (0, 0, 0), no_touch),
     CommandSpec::new("client|unblock", -3, ADMIN_SUB, (0, 0, 0), unblock),
     CommandSpec::new("client|help", 2, LOADING | STALE, (0, 0, 0), help),
     // Client-side caching (handlers in cmd::tracking).
