@@ -300,6 +300,11 @@ fn slowlog_records_and_truncates() {
         panic!()
     };
     assert!(len >= 4);
+    cmd(&mut r, &["AUTH", "x", "y"]);
+    let Value::Array(entries) = cmd(&mut r, &["SLOWLOG", "GET", "1"]) else {
+        panic!()
+    };
+    assert_eq!(argv(&entries[0]), ["AUTH", "(redacted)", "(redacted)"]);
     cmd(&mut r, &["CONFIG", "SET", "slowlog-max-len", "2"]);
     assert_eq!(cmd(&mut r, &["SLOWLOG", "LEN"]), Value::Int(2));
     cmd(&mut r, &["CONFIG", "SET", "slowlog-log-slower-than", "-1"]);
@@ -323,6 +328,25 @@ fn monitor_sees_other_clients_commands() {
     assert!(ts.contains('.') && ts.len() == 17, "{line}");
     assert!(
         rest.starts_with("[0 127.0.0.1:") && rest.ends_with("] \"SET\" \"k\" \"with space\""),
+        "{line}"
+    );
+    // Passwords never show (redis-server 7.0.15 prints the same).
+    cmd(&mut c, &["auth", "x", "y"]);
+    let Value::Simple(line) = m.read() else {
+        panic!()
+    };
+    let line = String::from_utf8(line).unwrap();
+    assert!(
+        line.ends_with("] \"auth\" \"(redacted)\" \"(redacted)\""),
+        "{line}"
+    );
+    cmd(&mut c, &["hello", "2", "auth", "default", "bar"]);
+    let Value::Simple(line) = m.read() else {
+        panic!()
+    };
+    let line = String::from_utf8(line).unwrap();
+    assert!(
+        line.ends_with("] \"hello\" \"2\" \"auth\" \"(redacted)\" \"(redacted)\""),
         "{line}"
     );
 }
