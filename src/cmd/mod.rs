@@ -13,6 +13,7 @@ pub mod pubsub;
 pub mod scripting;
 pub mod server;
 pub mod set;
+pub mod sort;
 pub mod string;
 pub mod txn;
 pub mod zset;
@@ -24,6 +25,7 @@ pub static ALL: &[&[CommandSpec]] = &[
     list::SPECS,
     hash::SPECS,
     set::SPECS,
+    sort::SPECS,
     zset::SPECS,
     bitmap::SPECS,
     hll::SPECS,
