@@ -106,8 +106,13 @@ pub fn unregister(srv: &mut Server, client: &mut Client) -> Option<Blocked> {
 
 /// Answers a blocked client as on timeout (null array) and unblocks it.
 pub fn time_out(srv: &mut Server, client: &mut Client) {
-    if unregister(srv, client).is_some() {
-        client.reply.null_array();
+    if let Some(b) = unregister(srv, client) {
+        if b.spec.name == "wait" {
+            // WAIT answers the replicas that acknowledged: none.
+            client.reply.int(0);
+        } else {
+            client.reply.null_array();
+        }
     }
 }
 

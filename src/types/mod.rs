@@ -3,6 +3,7 @@
 pub mod glob;
 pub mod hash;
 pub mod list;
+pub mod longdouble;
 pub mod number;
 pub mod pack;
 pub mod set;
