@@ -148,13 +148,6 @@ struct Item {
     cmp: Option<Vec<u8>>,
 }
 
-/// The elements of a sorted set in score order (its public iteration order).
-fn zset_elements(z: &crate::types::zset::ZSet) -> Vec<Vec<u8>> {
-    let mut e: Vec<&(f64, Vec<u8>)> = z.entries.iter().collect();
-    e.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
-    e.into_iter().map(|(_, m)| m.clone()).collect()
-}
-
 fn sort_generic(ctx: &mut Ctx, args: &Args, readonly: bool) -> CmdResult {
     let mut o = parse(args, readonly)?;
     let key = args.at(1);
@@ -170,7 +163,11 @@ fn sort_generic(ctx: &mut Ctx, args: &Args, readonly: bool) -> CmdResult {
             true,
             false,
         ),
-        Some(Value::ZSet(z)) => (zset_elements(z), false, true),
+        Some(Value::ZSet(z)) => {
+            // Redis converts a listpack sorted set for good before sorting it.
+            z.convert_to_skiplist();
+            (z.iter().map(|(m, _)| m.to_vec()).collect(), false, true)
+        }
         Some(_) => return Err(Error::WrongType),
     };
     if o.dontsort && is_set && (write || in_script) {
