@@ -35,7 +35,6 @@ pub static ALL: &[&[CommandSpec]] = &[
     scripting::SPECS,
     pubsub::SPECS,
     replication::SPECS,
-    tracking::SPECS,
     server::SPECS,
     connection::SPECS,
     cluster::SPECS,
