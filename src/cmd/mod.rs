@@ -10,10 +10,12 @@ pub mod hll;
 pub mod keyspace;
 pub mod list;
 pub mod pubsub;
+pub mod replication;
 pub mod scripting;
 pub mod server;
 pub mod set;
 pub mod string;
+pub mod tracking;
 pub mod txn;
 pub mod zset;
 
@@ -30,6 +32,8 @@ pub static ALL: &[&[CommandSpec]] = &[
     txn::SPECS,
     scripting::SPECS,
     pubsub::SPECS,
+    replication::SPECS,
+    tracking::SPECS,
     server::SPECS,
     connection::SPECS,
     cluster::SPECS,

@@ -6,8 +6,6 @@
 
 /// Longest inline command or header line Redis accepts (`PROTO_INLINE_MAX_SIZE`).
 pub const INLINE_MAX: usize = 64 * 1024;
-/// Most arguments one multibulk may declare.
-pub const MULTIBULK_MAX: i64 = 1024 * 1024;
 /// Before AUTH, Redis accepts only small requests (7.0 `processMultibulkBuffer`).
 const UNAUTH_MULTIBULK_MAX: i64 = 10;
 const UNAUTH_BULK_MAX: i64 = 16384;
@@ -106,9 +104,6 @@ fn parse_multibulk(buf: &[u8], args: &mut Vec<(usize, usize)>, limits: Limits) -
     };
     if !limits.authenticated && count > UNAUTH_MULTIBULK_MAX {
         return Parsed::Error("unauthenticated multibulk length".into());
-    }
-    if count > MULTIBULK_MAX {
-        return Parsed::Error("invalid multibulk length".into());
     }
     let mut pos = nl + 2;
     if count <= 0 {
@@ -371,8 +366,13 @@ mod tests {
             parse(b"*1\r\n$536870913\r\n", &mut args, L),
             Parsed::Error("invalid bulk length".into())
         );
+        // Redis 7.0 accepts counts up to INT_MAX and allocates as arguments arrive.
+        assert!(matches!(
+            parse(b"*2147483647\r\n", &mut args, L),
+            Parsed::Incomplete { .. }
+        ));
         assert_eq!(
-            parse(b"*1048577\r\n", &mut args, L),
+            parse(b"*2147483648\r\n", &mut args, L),
             Parsed::Error("invalid multibulk length".into())
         );
         assert_eq!(

@@ -55,6 +55,8 @@ pub struct WatchedKey {
     pub key: Box<[u8]>,
     pub version: u64,
     pub expired_at_watch: bool,
+    /// `Watched::stale_deletes` at WATCH time.
+    pub stale_deletes: u64,
 }
 
 /// A client waiting in a blocking command (BLPOP, BZPOPMIN, ...).
@@ -118,6 +120,15 @@ pub struct Client {
     pub commands: u64,
     /// Query buffer size the task last reported (CLIENT LIST qbuf).
     pub qbuf: usize,
+    /// The socket's file descriptor (CLIENT LIST fd), -1 when there is none.
+    pub fd: i32,
+    /// A command is waiting for CLIENT PAUSE to end (it stays in the query buffer).
+    pub postponed: bool,
+    /// Since when (unix seconds) the output passed the soft
+    /// `client-output-buffer-limit` (see `server::pubsub`).
+    pub obuf_soft_since: Option<i64>,
+    /// Client-side caching mode; None when tracking is off (see `server::tracking`).
+    pub tracking: Option<Box<super::tracking::ClientTracking>>,
 }
 
 impl Client {
@@ -160,6 +171,10 @@ impl Client {
             net_out: 0,
             commands: 0,
             qbuf: 0,
+            fd: -1,
+            postponed: false,
+            obuf_soft_since: None,
+            tracking: None,
         }
     }
 

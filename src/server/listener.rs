@@ -83,6 +83,7 @@ fn accept_client<S>(
     addr: String,
     laddr: String,
     kind: ConnKind,
+    fd: i32,
 ) where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + 'static,
 {
@@ -93,13 +94,13 @@ fn accept_client<S>(
         s.next_client_id += 1;
         let need_auth = s.config.requirepass.is_some();
         let mut client = Client::new(id, addr, laddr, kind, need_auth);
+        client.fd = fd;
         if s.clients.len() >= s.config.maxclients {
             s.stats.rejected_connections += 1;
             client.reply.error_line("ERR max number of clients reached");
             client.close_after_reply = true;
         } else if s.config.protected_mode
             && s.config.requirepass.is_none()
-            && s.config.bind.is_empty()
             && kind == ConnKind::Tcp
             && !is_loopback(&client.addr)
         {
@@ -131,6 +132,7 @@ pub fn remove_client(srv: &mut Server, c: &mut Client) {
     super::blocking::unregister(srv, c);
     crate::cmd::txn::unwatch_all(srv, c);
     crate::cmd::pubsub::unsubscribe_all(srv, c);
+    super::tracking::disable(srv, c);
     srv.monitors.retain(|&id| id != c.id);
     srv.clients.remove(&c.id);
 }
@@ -150,11 +152,12 @@ pub async fn run(
                 match l.accept().await {
                     Ok((stream, peer)) => {
                         let _ = stream.set_nodelay(true);
+                        let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
                         let laddr = stream
                             .local_addr()
                             .map(|a| a.to_string())
                             .unwrap_or_default();
-                        accept_client(&srv, stream, peer.to_string(), laddr, ConnKind::Tcp);
+                        accept_client(&srv, stream, peer.to_string(), laddr, ConnKind::Tcp, fd);
                     }
                     Err(e) => {
                         log::warning(&format!("Accepting client connection: {e}"));
@@ -170,13 +173,17 @@ pub async fn run(
         tokio::task::spawn_local(async move {
             loop {
                 match l.accept().await {
-                    Ok((stream, _)) => accept_client(
-                        &srv,
-                        stream,
-                        format!("{path}:0"),
-                        path.clone(),
-                        ConnKind::Unix,
-                    ),
+                    Ok((stream, _)) => {
+                        let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
+                        accept_client(
+                            &srv,
+                            stream,
+                            format!("{path}:0"),
+                            path.clone(),
+                            ConnKind::Unix,
+                            fd,
+                        )
+                    }
                     Err(e) => {
                         log::warning(&format!("Accepting client connection: {e}"));
                         tokio::time::sleep(Duration::from_millis(10)).await;

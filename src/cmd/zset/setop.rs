@@ -43,7 +43,7 @@ impl Src<'_> {
         match self {
             Src::Missing => None,
             Src::Z(z) => z.score(m),
-            Src::S(s) => s.members.contains_key(m).then_some(1.0),
+            Src::S(s) => s.contains(m).then_some(1.0),
         }
     }
 
@@ -58,8 +58,8 @@ impl Src<'_> {
                 }
             }
             Src::S(s) => {
-                for (m, _) in s.members.iter() {
-                    if !f(m, 1.0) {
+                for m in s.iter() {
+                    if !f(&m.to_bytes(), 1.0) {
                         return;
                     }
                 }

@@ -1,0 +1,294 @@
+#!/usr/bin/env python3
+"""Side-by-side benchmark: Oxidis vs a real redis-server, same machine, same run.
+
+Starts a release oxidis-server and a redis-server (both `--save "" --appendonly no`)
+on free loopback ports, then for each workload runs redis-benchmark against them in
+alternating rounds and prints each server's median throughput and p99 latency and
+the Oxidis/Redis ratio. An absolute number on a shared machine means little; the
+ratio, measured in the same run, is what we report.
+
+Examples:
+  python3 compat/bench.py                               # SET GET INCR MSET, P1 and P16, + 1 KiB values
+  python3 compat/bench.py --tests lpush,rpop,lrange_100 -P 1,16
+  python3 compat/bench.py --raw "EVALSHA {sha:lock} 1 lock" --raw "INCR counter"
+  python3 compat/bench.py --mem hashes --mem lists        # resident memory after the same fill
+  python3 compat/bench.py --startup                       # start-up to 'Ready to accept connections'
+
+Workloads for --raw are redis-benchmark custom commands (`__rand_int__` works with -r).
+`{sha:NAME}` in a --raw command is replaced by the SHA of lua/fixtures/NAME.lua, loaded
+into both servers with SCRIPT LOAD first. --setup "CMD ..." runs a command on both first.
+"""
+import argparse
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def wait_port(port, proc, timeout=10):
+    end = time.time() + timeout
+    while time.time() < end:
+        if proc.poll() is not None:
+            raise RuntimeError("server exited with %s" % proc.returncode)
+        try:
+            socket.create_connection(("127.0.0.1", port)).close()
+            return
+        except OSError:
+            time.sleep(0.005)
+    raise RuntimeError("server on port %d did not start" % port)
+
+
+class Server:
+    def __init__(self, name, argv, port, tmp):
+        self.name, self.port = name, port
+        self.proc = subprocess.Popen(argv, cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_port(port, self.proc)
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+    def rss_kb(self):
+        with open("/proc/%d/status" % self.proc.pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        return 0
+
+
+def resp(*args):
+    out = b"*%d\r\n" % len(args)
+    for a in args:
+        a = a if isinstance(a, bytes) else str(a).encode()
+        out += b"$%d\r\n%s\r\n" % (len(a), a)
+    return out
+
+
+def read_reply(sock, buf):
+    """Reads one reply; returns (reply bytes, rest). Simple parser for setup commands."""
+    def need(n):
+        nonlocal buf
+        while len(buf) < n:
+            d = sock.recv(1 << 20)
+            if not d:
+                raise RuntimeError("connection closed")
+            buf += d
+
+    def parse(pos):
+        while b"\r\n" not in buf[pos:]:
+            need(len(buf) + 1)
+        end = buf.index(b"\r\n", pos)
+        kind, head = buf[pos:pos + 1], buf[pos + 1:end]
+        if kind == b"$":
+            n = int(head)
+            if n < 0:
+                return end + 2
+            need(end + 2 + n + 2)
+            return end + 2 + n + 2
+        if kind == b"*":
+            cur = end + 2
+            for _ in range(max(int(head), 0)):
+                cur = parse(cur)
+            return cur
+        return end + 2
+
+    n = parse(0)
+    return buf[:n], buf[n:]
+
+
+def command(port, *args):
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(resp(*args))
+    r, _ = read_reply(s, b"")
+    s.close()
+    return r
+
+
+def pipeline_fill(port, gen, batch=1000):
+    """Sends every command from gen, pipelined, and reads all replies."""
+    s = socket.create_connection(("127.0.0.1", port))
+    buf = b""
+    pending = []
+    for cmd in gen:
+        pending.append(resp(*cmd))
+        if len(pending) >= batch:
+            s.sendall(b"".join(pending))
+            for _ in pending:
+                _, buf = read_reply(s, buf)
+            pending = []
+    if pending:
+        s.sendall(b"".join(pending))
+        for _ in pending:
+            _, buf = read_reply(s, buf)
+    s.close()
+
+
+def bench_once(port, args):
+    out = subprocess.run(["redis-benchmark", "-p", str(port), "--csv"] + args,
+                         capture_output=True, text=True, timeout=600)
+    rows = [l for l in out.stdout.splitlines() if l and not l.startswith('"test"')]
+    res = []
+    for r in rows:
+        cols = [c.strip('"') for c in r.split('","')]
+        # test, rps, avg, min, p50, p95, p99, max
+        res.append((cols[0], float(cols[1]), float(cols[6])))
+    if not res:
+        raise RuntimeError("redis-benchmark gave no result: %s %s" % (out.stdout, out.stderr))
+    return res
+
+
+FILLS = {
+    # 100,000 hashes of 10 fields (issue 3)
+    "hashes": lambda: (["HSET", "h:%d" % i] + sum([["field%d" % f, "value%d" % f] for f in range(10)], [])
+                       for i in range(100000)),
+    # 1,000 lists of 1,000 elements (issue 3)
+    "lists": lambda: (["RPUSH", "l:%d" % i] + ["element-%d" % e for e in range(j * 100, j * 100 + 100)]
+                      for i in range(1000) for j in range(10)),
+    # one sorted set of 1,000,000 members (issue 4)
+    "zset": lambda: (["ZADD", "z"] + sum([[str((i * 7919) % 1000003), "member:%d" % i]
+                                           for i in range(k, k + 100)], [])
+                     for k in range(0, 1000000, 100)),
+    # 1,000,000 small strings
+    "strings": lambda: (["SET", "key:%d" % i, "value:%d" % i] for i in range(1000000)),
+}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tests", default=None, help="redis-benchmark -t list (default set,get,incr,mset)")
+    ap.add_argument("--raw", action="append", default=[], help="custom command workload (repeatable)")
+    ap.add_argument("--setup", action="append", default=[], help="command run on both servers first")
+    ap.add_argument("-P", "--pipelines", default="1,16")
+    ap.add_argument("-c", "--clients", type=int, default=50)
+    ap.add_argument("-n", "--requests", type=int, default=200000)
+    ap.add_argument("-d", "--size", type=int, default=3)
+    ap.add_argument("-r", "--keyspace", type=int, default=0, help="redis-benchmark -r")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--mem", action="append", default=[], choices=sorted(FILLS), help="memory comparison")
+    ap.add_argument("--startup", action="store_true", help="measure start-up time")
+    ap.add_argument("--no-build", action="store_true")
+    a = ap.parse_args()
+
+    if not shutil.which("redis-benchmark"):
+        sys.exit("redis-benchmark not found: apt-get install redis-server redis-tools")
+    if not a.no_build:
+        subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
+    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+    oxidis_bin = os.path.join(target, "release", "oxidis-server")
+    redis_bin = shutil.which("redis-server")
+
+    if a.startup:
+        startup(oxidis_bin, redis_bin)
+        return
+
+    tmp = tempfile.mkdtemp(prefix="oxidis-bench-")
+    common = ["--save", "", "--appendonly", "no", "--bind", "127.0.0.1"]
+    rp, op = free_port(), free_port()
+    redis = Server("redis", [redis_bin, "--port", str(rp)] + common, rp, tmp)
+    oxidis = Server("oxidis", [oxidis_bin, "--port", str(op)] + common, op, tmp)
+    try:
+        if a.mem:
+            memory(a.mem, redis, oxidis)
+            return
+        for s in (redis, oxidis):
+            for cmd in a.setup:
+                command(s.port, *cmd.split())
+        shas = {}
+        for raw in a.raw:
+            for part in raw.split():
+                if part.startswith("{sha:"):
+                    name = part[5:-1]
+                    src = open(os.path.join(ROOT, "lua", "fixtures", name + ".lua")).read()
+                    for s in (redis, oxidis):
+                        r = command(s.port, "SCRIPT", "LOAD", src)
+                        shas[part] = r.split(b"\r\n")[1].decode()
+        workloads = []
+        tests = a.tests if a.tests is not None else ("" if a.raw else "set,get,incr,mset")
+        for p in a.pipelines.split(","):
+            base = ["-n", str(a.requests), "-c", str(a.clients), "-P", p, "-d", str(a.size)]
+            if a.keyspace:
+                base += ["-r", str(a.keyspace)]
+            if tests:
+                workloads.append(("P%s" % p, base + ["-t", tests]))
+            for raw in a.raw:
+                words = [shas.get(w, w) for w in raw.split()]
+                workloads.append(("P%s %s" % (p, raw), base + words))
+        if a.tests is None and not a.raw:  # the default suite adds 1 KiB values
+            for p in a.pipelines.split(","):
+                workloads.append(("P%s 1KiB" % p, ["-n", str(a.requests), "-c", str(a.clients), "-P", p,
+                                                  "-d", "1024", "-t", "set,get"]))
+        print("%-34s %14s %14s %7s %9s %9s" % ("workload", "redis rps", "oxidis rps", "ratio",
+                                               "redis p99", "oxi p99"))
+        for label, args in workloads:
+            results = {"redis": {}, "oxidis": {}}
+            for _ in range(a.rounds):
+                for s in (redis, oxidis):
+                    for test, rps, p99 in bench_once(s.port, args):
+                        results[s.name].setdefault(test, []).append((rps, p99))
+            for test in results["redis"]:
+                r = results["redis"][test]
+                o = results["oxidis"].get(test, [(0, 0)])
+                rr, orr = statistics.median(x[0] for x in r), statistics.median(x[0] for x in o)
+                rp99, op99 = statistics.median(x[1] for x in r), statistics.median(x[1] for x in o)
+                name = (label + " " + test)[:34]
+                print("%-34s %14.0f %14.0f %6.2fx %8.3fms %8.3fms" % (name, rr, orr, orr / rr if rr else 0,
+                                                                     rp99, op99))
+                sys.stdout.flush()
+    finally:
+        redis.stop()
+        oxidis.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def memory(fills, redis, oxidis):
+    for s in (redis, oxidis):
+        s.base = s.rss_kb()
+    for name in fills:
+        for s in (redis, oxidis):
+            command(s.port, "FLUSHALL")
+            pipeline_fill(s.port, FILLS[name]())
+        time.sleep(0.5)
+        r, o = redis.rss_kb(), oxidis.rss_kb()
+        print("%-8s redis rss %8.1f MiB   oxidis rss %8.1f MiB   ratio %.2fx" % (name, r / 1024, o / 1024,
+                                                                           o / r if r else 0))
+        sys.stdout.flush()
+
+
+def startup(oxidis_bin, redis_bin, runs=20):
+    def measure(binary):
+        times = []
+        for _ in range(runs):
+            port = free_port()
+            t0 = time.perf_counter()
+            p = subprocess.Popen([binary, "--port", str(port), "--save", "", "--appendonly", "no"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            for line in p.stdout:
+                if "Ready to accept connections" in line:
+                    times.append((time.perf_counter() - t0) * 1000)
+                    break
+            p.terminate()
+            p.wait()
+        return statistics.median(times)
+    r, o = measure(redis_bin), measure(oxidis_bin)
+    print("start-up to 'Ready to accept connections' (median of %d): redis %.1f ms, oxidis %.1f ms" % (runs, r, o))
+
+
+if __name__ == "__main__":
+    main()
