@@ -273,8 +273,8 @@ impl Config {
                 range(n, lo, hi)
             }
             Kind::Memory(lo, hi) => {
-                let n =
-                    parse_memory(value).ok_or_else(|| "argument must be a memory value".to_string())?;
+                let n = parse_memory(value)
+                    .ok_or_else(|| "argument must be a memory value".to_string())?;
                 range(n, lo, hi)
             }
             Kind::MemoryPercent(lo, hi) => {
@@ -293,7 +293,8 @@ impl Config {
                 if words.contains(&v.as_str()) {
                     Ok(v)
                 } else {
-                    Err("argument(s) must be one of the following: ".to_string() + &words.join(", "))
+                    Err("argument(s) must be one of the following: ".to_string()
+                        + &words.join(", "))
                 }
             }
             Kind::Str => Ok(value.to_string()),
@@ -345,7 +346,12 @@ impl Config {
                         "normal" => 0,
                         "slave" | "replica" => 1,
                         "pubsub" => 2,
-                        _ => return Err("Invalid client class specified in buffer limit configuration.".into()),
+                        _ => {
+                            return Err(
+                                "Invalid client class specified in buffer limit configuration."
+                                    .into(),
+                            )
+                        }
                     };
                     let hard = parse_memory(c[1]);
                     let soft = parse_memory(c[2]);
@@ -390,14 +396,24 @@ impl Config {
                 Ok(out.join(" "))
             }
             "cluster-announce-hostname" => {
-                if value.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.') {
+                if value
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
+                {
                     Ok(value.to_string())
                 } else {
-                    Err("Hostnames may only contain alphanumeric characters, hyphens or dots".into())
+                    Err(
+                        "Hostnames may only contain alphanumeric characters, hyphens or dots"
+                            .into(),
+                    )
                 }
             }
             "replicaof" => {
-                if words.is_empty() || (words.len() == 2 && words[0].eq_ignore_ascii_case("no") && words[1].eq_ignore_ascii_case("one")) {
+                if words.is_empty()
+                    || (words.len() == 2
+                        && words[0].eq_ignore_ascii_case("no")
+                        && words[1].eq_ignore_ascii_case("one"))
+                {
                     Ok(String::new())
                 } else if words.len() == 2 {
                     Ok(words.join(" "))
@@ -477,8 +493,8 @@ impl Config {
                     msg
                 )
             };
-            let words =
-                split_config_line(line).ok_or_else(|| fail("Unbalanced quotes in configuration line"))?;
+            let words = split_config_line(line)
+                .ok_or_else(|| fail("Unbalanced quotes in configuration line"))?;
             if words.is_empty() {
                 continue;
             }
@@ -490,13 +506,18 @@ impl Config {
                         return Err(fail("Bad directive or wrong number of arguments"));
                     }
                     let t = std::fs::read_to_string(&args[0]).map_err(|e| {
-                        format!("Fatal error, can't open config file '{}': {}", args[0], os_error(&e))
+                        format!(
+                            "Fatal error, can't open config file '{}': {}",
+                            args[0],
+                            os_error(&e)
+                        )
                     })?;
                     self.load_text(&t)?;
                 }
                 "rename-command" | "user" | "loadmodule" | "sentinel" => {
-                    self.warnings
-                        .push(format!("'{name}' is not supported by Oxidis and was ignored"));
+                    self.warnings.push(format!(
+                        "'{name}' is not supported by Oxidis and was ignored"
+                    ));
                 }
                 "save" => {
                     // Several `save` lines accumulate, as in Redis; `save ""` clears.
@@ -522,7 +543,10 @@ impl Config {
                 _ => match find_param(&name) {
                     Some(prm) => {
                         let multi = matches!(prm.kind, Kind::Special)
-                            && !matches!(prm.name, "dir" | "unixsocketperm" | "cluster-announce-hostname");
+                            && !matches!(
+                                prm.name,
+                                "dir" | "unixsocketperm" | "cluster-announce-hostname"
+                            );
                         if !multi && args.len() != 1 {
                             return Err(fail("wrong number of arguments"));
                         }
@@ -634,7 +658,10 @@ pub fn from_args(args: &[String]) -> Result<Config, String> {
     let mut text = String::new();
     if let Some(path) = &file {
         let t = std::fs::read(path).map_err(|e| {
-            format!("Fatal error, can't open config file '{path}': {}", os_error(&e))
+            format!(
+                "Fatal error, can't open config file '{path}': {}",
+                os_error(&e)
+            )
         })?;
         text.push_str(&String::from_utf8_lossy(&t));
         cfg.config_file = std::fs::canonicalize(path)

@@ -33,7 +33,6 @@ pub static ALL: &[&[CommandSpec]] = &[
     scripting::SPECS,
     pubsub::SPECS,
     replication::SPECS,
-    tracking::SPECS,
     server::SPECS,
     connection::SPECS,
     cluster::SPECS,

@@ -399,7 +399,11 @@ mod tests {
                 continue;
             };
             if m.arity() != spec.arity as i64 {
-                problems.push(format!("{name}: arity {} != Redis {}", spec.arity, m.arity()));
+                problems.push(format!(
+                    "{name}: arity {} != Redis {}",
+                    spec.arity,
+                    m.arity()
+                ));
             }
             let mut theirs = m.flags();
             let movable = theirs.iter().any(|f| f == "movablekeys");
@@ -424,7 +428,11 @@ mod tests {
                 problems.push(format!("{name}: keys {keys:?} != Redis {:?}", m.keys()));
             }
         }
-        assert!(problems.is_empty(), "table problems:\n{}", problems.join("\n"));
+        assert!(
+            problems.is_empty(),
+            "table problems:\n{}",
+            problems.join("\n")
+        );
     }
 
     /// The words a case line sends (after `[n]` and `~modifiers`), lowercased.
@@ -482,7 +490,10 @@ mod tests {
             .map(|s| s.name)
             .filter(|n| !seen.contains(*n) && !NOT_IN_REDIS_70.contains(n))
             .collect();
-        assert!(missing.is_empty(), "commands without a compat case: {missing:?}");
+        assert!(
+            missing.is_empty(),
+            "commands without a compat case: {missing:?}"
+        );
     }
 
     #[test]
@@ -491,7 +502,8 @@ mod tests {
         let args = argv.args();
         let m = get("mset").unwrap();
         assert_eq!(spec_positions(&m.key_specs()[0], &args), vec![1, 3]);
-        let argv = crate::command::Argv::from_slices([&b"eval"[..], b"s", b"2", b"k1", b"k2", b"x"]);
+        let argv =
+            crate::command::Argv::from_slices([&b"eval"[..], b"s", b"2", b"k1", b"k2", b"x"]);
         let m = get("eval").unwrap();
         assert_eq!(spec_positions(&m.key_specs()[0], &argv.args()), vec![3, 4]);
     }

@@ -1,6 +1,7 @@
 //! CLIENT: connection introspection and control (ID, SETNAME, GETNAME, SETINFO,
 //! LIST, INFO, KILL, PAUSE, UNPAUSE, REPLY, NO-EVICT, NO-TOUCH, UNBLOCK, HELP).
 
+use crate::cmd::tracking;
 use crate::command::flags::*;
 use crate::command::{Args, CommandSpec};
 use crate::db::ClientId;
@@ -28,6 +29,35 @@ pub static SUBS: &[CommandSpec] = &[
     CommandSpec::new("client|no-touch", 3, SUB | FAST, (0, 0, 0), no_touch),
     CommandSpec::new("client|unblock", -3, ADMIN_SUB, (0, 0, 0), unblock),
     CommandSpec::new("client|help", 2, LOADING | STALE, (0, 0, 0), help),
+    // Client-side caching (handlers in cmd::tracking).
+    CommandSpec::new(
+        "client|tracking",
+        -3,
+        SUB,
+        (0, 0, 0),
+        tracking::client_tracking,
+    ),
+    CommandSpec::new(
+        "client|caching",
+        3,
+        SUB,
+        (0, 0, 0),
+        tracking::client_caching,
+    ),
+    CommandSpec::new(
+        "client|getredir",
+        2,
+        SUB,
+        (0, 0, 0),
+        tracking::client_getredir,
+    ),
+    CommandSpec::new(
+        "client|trackinginfo",
+        2,
+        SUB,
+        (0, 0, 0),
+        tracking::client_trackinginfo,
+    ),
 ];
 
 const HELP: &[&str] = &[
@@ -234,7 +264,9 @@ pub fn describe(c: &Client, current: bool) -> String {
     } else {
         "rw"
     };
-    let s = |b: &Option<Vec<u8>>| String::from_utf8_lossy(b.as_deref().unwrap_or_default()).into_owned();
+    let s = |b: &Option<Vec<u8>>| {
+        String::from_utf8_lossy(b.as_deref().unwrap_or_default()).into_owned()
+    };
     format!(
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events={} cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
         c.id,
@@ -383,9 +415,15 @@ fn kill(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     each_client(ctx.srv, ctx.client, |c, cur| {
         let hit = id.is_none_or(|i| c.id == i)
             && ty.is_none_or(|t| t == type_of(c))
-            && addr.as_ref().is_none_or(|a| c.addr.as_bytes() == a.as_slice())
-            && local.as_ref().is_none_or(|a| laddr(c).as_bytes() == a.as_slice())
-            && user.as_ref().is_none_or(|u| c.user.as_bytes() == u.as_slice())
+            && addr
+                .as_ref()
+                .is_none_or(|a| c.addr.as_bytes() == a.as_slice())
+            && local
+                .as_ref()
+                .is_none_or(|a| laddr(c).as_bytes() == a.as_slice())
+            && user
+                .as_ref()
+                .is_none_or(|u| c.user.as_bytes() == u.as_slice())
             && !(cur && skipme);
         if hit {
             victims.push(c.id);
@@ -529,7 +567,9 @@ fn unblock(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         if args.eat_ci("ERROR") {
             error = true;
         } else if !args.eat_ci("TIMEOUT") || args.has_more() {
-            return Err(Error::msg("CLIENT UNBLOCK reason should be TIMEOUT or ERROR"));
+            return Err(Error::msg(
+                "CLIENT UNBLOCK reason should be TIMEOUT or ERROR",
+            ));
         }
     }
     let mut done = false;

@@ -18,7 +18,13 @@ pub static SUBS: &[CommandSpec] = &[
     CommandSpec::new("command|getkeys", -4, META, (0, 0, 0), getkeys),
     CommandSpec::new("command|help", 2, META, (0, 0, 0), help),
     CommandSpec::new("command|list", -2, META, (0, 0, 0), list),
-    CommandSpec::new("command|getkeysandflags", -4, META, (0, 0, 0), getkeysandflags),
+    CommandSpec::new(
+        "command|getkeysandflags",
+        -4,
+        META,
+        (0, 0, 0),
+        getkeysandflags,
+    ),
 ];
 
 const HELP: &[&str] = &[
@@ -48,7 +54,9 @@ const HELP: &[&str] = &[
 /// Finds a command or `container|sub` by name, case-insensitively.
 fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
     match name.iter().position(|&c| c == b'|') {
-        Some(i) => table().lookup_sub(&name[..i], &name[i + 1..]).map(|c| c.spec),
+        Some(i) => table()
+            .lookup_sub(&name[..i], &name[i + 1..])
+            .map(|c| c.spec),
         None => table().lookup(name).map(|c| c.spec),
     }
 }
@@ -137,7 +145,10 @@ fn list(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         if kind.eq_ignore_ascii_case(b"MODULE") {
             Filter::Module
         } else if kind.eq_ignore_ascii_case(b"ACLCAT") {
-            Filter::AclCat(format!("@{}", String::from_utf8_lossy(val).to_ascii_lowercase()))
+            Filter::AclCat(format!(
+                "@{}",
+                String::from_utf8_lossy(val).to_ascii_lowercase()
+            ))
         } else if kind.eq_ignore_ascii_case(b"PATTERN") {
             Filter::Pattern(val)
         } else {
@@ -150,7 +161,9 @@ fn list(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         .filter(|s| match &filter {
             Filter::All => true,
             Filter::Module => false,
-            Filter::AclCat(cat) => meta::get(s.name).is_some_and(|m| m.acl_categories().contains(cat)),
+            Filter::AclCat(cat) => {
+                meta::get(s.name).is_some_and(|m| m.acl_categories().contains(cat))
+            }
             Filter::Pattern(p) => glob::matches(p, s.name.as_bytes(), true),
         })
         .map(|s| s.name)
@@ -173,7 +186,9 @@ fn keys_of<'a>(args: &Args<'a>) -> Result<(&'static CommandSpec, Args<'a>, Vec<u
         Err(_) => return Err(Error::msg("Invalid command specified")),
     };
     if !spec.arity_ok(sub_args.len()) {
-        return Err(Error::msg("Invalid number of arguments specified for command"));
+        return Err(Error::msg(
+            "Invalid number of arguments specified for command",
+        ));
     }
     let keys = spec.key_positions(&sub_args);
     if keys.is_empty() {

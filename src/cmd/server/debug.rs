@@ -200,7 +200,11 @@ fn stats(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
     }
     int(out, "overhead.total", clients * 20 * 1024);
     int(out, "keys.count", keys);
-    int(out, "keys.bytes-per-key", if keys > 0 { rss / keys } else { 0 });
+    int(
+        out,
+        "keys.bytes-per-key",
+        if keys > 0 { rss / keys } else { 0 },
+    );
     int(out, "dataset.bytes", rss);
     out.bulk(b"dataset.percentage");
     out.double(100.0);

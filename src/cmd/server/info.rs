@@ -87,7 +87,12 @@ macro_rules! line {
 /// Bytes in Redis's human form (`1.32M`, `200B`).
 pub fn human(n: u64) -> String {
     let d = n as f64;
-    let units = [("B", 1.0), ("K", 1024.0), ("M", 1048576.0), ("G", 1073741824.0)];
+    let units = [
+        ("B", 1.0),
+        ("K", 1024.0),
+        ("M", 1048576.0),
+        ("G", 1073741824.0),
+    ];
     if n < 1024 {
         return format!("{n}B");
     }
@@ -189,7 +194,11 @@ fn clients(srv: &Server, current_blocked: bool, out: &mut String) {
 pub fn rss_bytes() -> u64 {
     std::fs::read_to_string("/proc/self/statm")
         .ok()
-        .and_then(|s| s.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()))
+        .and_then(|s| {
+            s.split_whitespace()
+                .nth(1)
+                .and_then(|v| v.parse::<u64>().ok())
+        })
         .map(|pages| pages * 4096)
         .unwrap_or(0)
 }
@@ -200,7 +209,11 @@ fn total_system_memory() -> u64 {
         .and_then(|s| {
             s.lines()
                 .find(|l| l.starts_with("MemTotal:"))
-                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()))
+                .and_then(|l| {
+                    l.split_whitespace()
+                        .nth(1)
+                        .and_then(|v| v.parse::<u64>().ok())
+                })
         })
         .map(|kb| kb * 1024)
         .unwrap_or(0)
@@ -319,7 +332,11 @@ fn persistence(srv: &Server, out: &mut String) {
 fn stats(srv: &Server, out: &mut String) {
     let st = &srv.stats;
     out.push_str("# Stats\r\n");
-    line!(out, "total_connections_received:{}", st.connections_received);
+    line!(
+        out,
+        "total_connections_received:{}",
+        st.connections_received
+    );
     line!(out, "total_commands_processed:{}", st.commands_processed);
     line!(out, "instantaneous_ops_per_sec:{}", st.instantaneous_ops());
     line!(out, "total_net_input_bytes:{}", st.net_input_bytes);
@@ -354,7 +371,11 @@ fn stats(srv: &Server, out: &mut String) {
     }
     line!(out, "pubsub_channels:{}", srv.pubsub.channels.len());
     line!(out, "pubsub_patterns:{}", srv.pubsub.patterns.len());
-    line!(out, "pubsubshard_channels:{}", srv.pubsub.shard_channels.len());
+    line!(
+        out,
+        "pubsubshard_channels:{}",
+        srv.pubsub.shard_channels.len()
+    );
     for f in [
         "latest_fork_usec:0",
         "total_forks:0",
@@ -393,7 +414,10 @@ fn replication(srv: &Server, out: &mut String) {
     line!(out, "connected_slaves:0");
     line!(out, "master_failover_state:no-failover");
     line!(out, "master_replid:{}", srv.run_id);
-    line!(out, "master_replid2:0000000000000000000000000000000000000000");
+    line!(
+        out,
+        "master_replid2:0000000000000000000000000000000000000000"
+    );
     line!(out, "master_repl_offset:0");
     line!(out, "second_repl_offset:-1");
     line!(out, "repl_backlog_active:0");

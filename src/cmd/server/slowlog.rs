@@ -12,7 +12,13 @@ use crate::server::{Ctx, Server};
 pub static SUBS: &[CommandSpec] = &[
     CommandSpec::new("slowlog|get", -2, ADMIN | LOADING | STALE, (0, 0, 0), get),
     CommandSpec::new("slowlog|len", 2, ADMIN | LOADING | STALE, (0, 0, 0), len),
-    CommandSpec::new("slowlog|reset", 2, ADMIN | LOADING | STALE, (0, 0, 0), reset),
+    CommandSpec::new(
+        "slowlog|reset",
+        2,
+        ADMIN | LOADING | STALE,
+        (0, 0, 0),
+        reset,
+    ),
     CommandSpec::new("slowlog|help", 2, LOADING | STALE, (0, 0, 0), help),
 ];
 

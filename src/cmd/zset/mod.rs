@@ -20,17 +20,49 @@ use crate::types::zset::{LexBound, LexRange, Limits, ScoreRange, ZSet};
 
 pub static SPECS: &[CommandSpec] = &[
     CommandSpec::new("zadd", -4, WRITE | DENYOOM | FAST, (1, 1, 1), write::zadd),
-    CommandSpec::new("zincrby", 4, WRITE | DENYOOM | FAST, (1, 1, 1), write::zincrby),
+    CommandSpec::new(
+        "zincrby",
+        4,
+        WRITE | DENYOOM | FAST,
+        (1, 1, 1),
+        write::zincrby,
+    ),
     CommandSpec::new("zrem", -3, WRITE | FAST, (1, 1, 1), write::zrem),
-    CommandSpec::new("zremrangebyrank", 4, WRITE, (1, 1, 1), write::zremrangebyrank),
-    CommandSpec::new("zremrangebyscore", 4, WRITE, (1, 1, 1), write::zremrangebyscore),
+    CommandSpec::new(
+        "zremrangebyrank",
+        4,
+        WRITE,
+        (1, 1, 1),
+        write::zremrangebyrank,
+    ),
+    CommandSpec::new(
+        "zremrangebyscore",
+        4,
+        WRITE,
+        (1, 1, 1),
+        write::zremrangebyscore,
+    ),
     CommandSpec::new("zremrangebylex", 4, WRITE, (1, 1, 1), write::zremrangebylex),
     CommandSpec::new("zpopmin", -2, WRITE | FAST, (1, 1, 1), write::zpopmin),
     CommandSpec::new("zpopmax", -2, WRITE | FAST, (1, 1, 1), write::zpopmax),
-    CommandSpec::new("zmpop", -4, WRITE, (0, 0, 0), write::zmpop).with_keys_fn(keys_after_numkeys::<1>),
-    CommandSpec::new("bzpopmin", -3, WRITE | NOSCRIPT | BLOCKING | FAST, (1, -2, 1), write::bzpopmin),
-    CommandSpec::new("bzpopmax", -3, WRITE | NOSCRIPT | BLOCKING | FAST, (1, -2, 1), write::bzpopmax),
-    CommandSpec::new("bzmpop", -5, WRITE | BLOCKING, (0, 0, 0), write::bzmpop).with_keys_fn(keys_after_numkeys::<2>),
+    CommandSpec::new("zmpop", -4, WRITE, (0, 0, 0), write::zmpop)
+        .with_keys_fn(keys_after_numkeys::<1>),
+    CommandSpec::new(
+        "bzpopmin",
+        -3,
+        WRITE | NOSCRIPT | BLOCKING | FAST,
+        (1, -2, 1),
+        write::bzpopmin,
+    ),
+    CommandSpec::new(
+        "bzpopmax",
+        -3,
+        WRITE | NOSCRIPT | BLOCKING | FAST,
+        (1, -2, 1),
+        write::bzpopmax,
+    ),
+    CommandSpec::new("bzmpop", -5, WRITE | BLOCKING, (0, 0, 0), write::bzmpop)
+        .with_keys_fn(keys_after_numkeys::<2>),
     CommandSpec::new("zcard", 2, READONLY | FAST, (1, 1, 1), read::zcard),
     CommandSpec::new("zscore", 3, READONLY | FAST, (1, 1, 1), read::zscore),
     CommandSpec::new("zmscore", -3, READONLY | FAST, (1, 1, 1), read::zmscore),
@@ -41,19 +73,68 @@ pub static SPECS: &[CommandSpec] = &[
     CommandSpec::new("zrandmember", -2, READONLY, (1, 1, 1), read::zrandmember),
     CommandSpec::new("zscan", -3, READONLY, (1, 1, 1), read::zscan),
     CommandSpec::new("zrange", -4, READONLY, (1, 1, 1), range::zrange),
-    CommandSpec::new("zrangestore", -5, WRITE | DENYOOM, (1, 2, 1), range::zrangestore),
-    CommandSpec::new("zrangebyscore", -4, READONLY, (1, 1, 1), range::zrangebyscore),
-    CommandSpec::new("zrevrangebyscore", -4, READONLY, (1, 1, 1), range::zrevrangebyscore),
+    CommandSpec::new(
+        "zrangestore",
+        -5,
+        WRITE | DENYOOM,
+        (1, 2, 1),
+        range::zrangestore,
+    ),
+    CommandSpec::new(
+        "zrangebyscore",
+        -4,
+        READONLY,
+        (1, 1, 1),
+        range::zrangebyscore,
+    ),
+    CommandSpec::new(
+        "zrevrangebyscore",
+        -4,
+        READONLY,
+        (1, 1, 1),
+        range::zrevrangebyscore,
+    ),
     CommandSpec::new("zrangebylex", -4, READONLY, (1, 1, 1), range::zrangebylex),
-    CommandSpec::new("zrevrangebylex", -4, READONLY, (1, 1, 1), range::zrevrangebylex),
+    CommandSpec::new(
+        "zrevrangebylex",
+        -4,
+        READONLY,
+        (1, 1, 1),
+        range::zrevrangebylex,
+    ),
     CommandSpec::new("zrevrange", -4, READONLY, (1, 1, 1), range::zrevrange),
-    CommandSpec::new("zunion", -3, READONLY, (0, 0, 0), setop::zunion).with_keys_fn(keys_after_numkeys::<1>),
-    CommandSpec::new("zinter", -3, READONLY, (0, 0, 0), setop::zinter).with_keys_fn(keys_after_numkeys::<1>),
-    CommandSpec::new("zdiff", -3, READONLY, (0, 0, 0), setop::zdiff).with_keys_fn(keys_after_numkeys::<1>),
-    CommandSpec::new("zintercard", -3, READONLY, (0, 0, 0), setop::zintercard).with_keys_fn(keys_after_numkeys::<1>),
-    CommandSpec::new("zunionstore", -4, WRITE | DENYOOM, (1, 1, 1), setop::zunionstore).with_keys_fn(store_keys),
-    CommandSpec::new("zinterstore", -4, WRITE | DENYOOM, (1, 1, 1), setop::zinterstore).with_keys_fn(store_keys),
-    CommandSpec::new("zdiffstore", -4, WRITE | DENYOOM, (1, 1, 1), setop::zdiffstore).with_keys_fn(store_keys),
+    CommandSpec::new("zunion", -3, READONLY, (0, 0, 0), setop::zunion)
+        .with_keys_fn(keys_after_numkeys::<1>),
+    CommandSpec::new("zinter", -3, READONLY, (0, 0, 0), setop::zinter)
+        .with_keys_fn(keys_after_numkeys::<1>),
+    CommandSpec::new("zdiff", -3, READONLY, (0, 0, 0), setop::zdiff)
+        .with_keys_fn(keys_after_numkeys::<1>),
+    CommandSpec::new("zintercard", -3, READONLY, (0, 0, 0), setop::zintercard)
+        .with_keys_fn(keys_after_numkeys::<1>),
+    CommandSpec::new(
+        "zunionstore",
+        -4,
+        WRITE | DENYOOM,
+        (1, 1, 1),
+        setop::zunionstore,
+    )
+    .with_keys_fn(store_keys),
+    CommandSpec::new(
+        "zinterstore",
+        -4,
+        WRITE | DENYOOM,
+        (1, 1, 1),
+        setop::zinterstore,
+    )
+    .with_keys_fn(store_keys),
+    CommandSpec::new(
+        "zdiffstore",
+        -4,
+        WRITE | DENYOOM,
+        (1, 1, 1),
+        setop::zdiffstore,
+    )
+    .with_keys_fn(store_keys),
 ];
 
 /// Keys of `CMD ... numkeys key [key ...] ...` with numkeys at index `N`.
@@ -158,7 +239,11 @@ pub fn strtod_whole(s: &[u8]) -> Option<f64> {
     let v = if body.starts_with("0x") {
         crate::types::number::parse_f64(lower.as_bytes()).or_else(|| {
             // Out-of-range hex floats saturate to infinity in strtod.
-            Some(if lower.starts_with('-') { f64::NEG_INFINITY } else { f64::INFINITY })
+            Some(if lower.starts_with('-') {
+                f64::NEG_INFINITY
+            } else {
+                f64::INFINITY
+            })
         })?
     } else {
         if !body.starts_with(|c: char| c.is_ascii_digit() || c == '.' || c == 'i') {

@@ -201,7 +201,9 @@ fn compute(srcs: &[Src], plan: &Plan, limits: Limits) -> ZSet {
                     let mut acc = weighted(plan.weights[*first], s);
                     for &j in rest {
                         match srcs[j].score(m) {
-                            Some(s2) => aggregate(&mut acc, weighted(plan.weights[j], s2), plan.how),
+                            Some(s2) => {
+                                aggregate(&mut acc, weighted(plan.weights[j], s2), plan.how)
+                            }
                             None => return true,
                         }
                     }

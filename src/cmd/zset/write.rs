@@ -100,7 +100,10 @@ fn add_generic(ctx: &mut Ctx, args: &mut Args, f: AddFlags, event: &'static str)
             }
             return Ok(());
         }
-        db.add_new(key, Value::ZSet(Box::new(ZSet::with_hint(pairs, maxlen, limits))));
+        db.add_new(
+            key,
+            Value::ZSet(Box::new(ZSet::with_hint(pairs, maxlen, limits))),
+        );
     }
     let Some(Value::ZSet(z)) = db.get_mut(key) else {
         unreachable!()
@@ -347,7 +350,11 @@ pub fn zpopmax(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 
 /// The first key in `keys` holding a non-empty sorted set; WRONGTYPE when a
 /// key before it holds another type.
-fn first_nonempty(ctx: &mut Ctx, args: &Args, keys: std::ops::Range<usize>) -> Result<Option<usize>, Error> {
+fn first_nonempty(
+    ctx: &mut Ctx,
+    args: &Args,
+    keys: std::ops::Range<usize>,
+) -> Result<Option<usize>, Error> {
     for i in keys {
         if let Some(z) = write_zset(ctx.db(), args.at(i))? {
             if !z.is_empty() {

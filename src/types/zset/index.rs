@@ -91,7 +91,11 @@ impl Index {
     fn locate(&self, mut r: usize) -> (usize, usize) {
         let n = self.chunks.len();
         let mut pos = 0;
-        let mut step = if n == 0 { 0 } else { 1 << (usize::BITS - 1 - n.leading_zeros()) };
+        let mut step = if n == 0 {
+            0
+        } else {
+            1 << (usize::BITS - 1 - n.leading_zeros())
+        };
         while step > 0 {
             let next = pos + step;
             if next <= n && self.fen[next] <= r {
@@ -122,7 +126,8 @@ impl Index {
             return 0;
         }
         let mut ci = self.chunk_for(score, bytes);
-        let mut pos = self.chunks[ci].partition_point(|x| x.cmp_key(score, bytes) == Ordering::Less);
+        let mut pos =
+            self.chunks[ci].partition_point(|x| x.cmp_key(score, bytes) == Ordering::Less);
         if self.chunks[ci].len() >= CHUNK {
             if ci + 1 == self.chunks.len() && pos == CHUNK {
                 // Appending at the very end: start a new chunk so that

@@ -73,9 +73,7 @@ impl Member {
     #[inline]
     pub fn set_score(&self, score: f64) {
         // SAFETY: as in `score`; the ZSet holds the only references.
-        unsafe {
-            std::ptr::write_unaligned(self.0.as_ptr() as *mut [u8; 8], score.to_le_bytes())
-        }
+        unsafe { std::ptr::write_unaligned(self.0.as_ptr() as *mut [u8; 8], score.to_le_bytes()) }
     }
 
     /// Frees the block. The caller guarantees no copy of this pointer is used afterwards.

@@ -180,7 +180,10 @@ impl ZSet {
     pub fn compact_if_small(&mut self, limits: Limits) {
         if self.dict.is_some()
             && self.len() <= limits.entries
-            && self.index.iter_from(0).all(|e| e.member.bytes().len() <= limits.value)
+            && self
+                .index
+                .iter_from(0)
+                .all(|e| e.member.bytes().len() <= limits.value)
         {
             self.dict = None;
             self.index.for_each_mut(|e| {

@@ -24,7 +24,9 @@ fn check(z: &ZSet, model: &[(f64, Vec<u8>)]) {
     let rev: Vec<(f64, Vec<u8>)> = if z.is_empty() {
         vec![]
     } else {
-        z.iter_rev_from(z.len() - 1).map(|(m, s)| (s, m.to_vec())).collect()
+        z.iter_rev_from(z.len() - 1)
+            .map(|(m, s)| (s, m.to_vec()))
+            .collect()
     };
     let mut m2 = model.to_vec();
     m2.reverse();
@@ -35,7 +37,13 @@ fn check(z: &ZSet, model: &[(f64, Vec<u8>)]) {
 fn index_matches_sorted_vec_model() {
     for (seed, limits) in [
         (1u64, BIG),
-        (7, Limits { entries: 128, value: 64 }),
+        (
+            7,
+            Limits {
+                entries: 128,
+                value: 64,
+            },
+        ),
         (99, BIG),
     ] {
         let mut rng = Prng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
@@ -112,7 +120,10 @@ fn index_matches_sorted_vec_model() {
 
 #[test]
 fn lex_ranges() {
-    let l = Limits { entries: 128, value: 64 };
+    let l = Limits {
+        entries: 128,
+        value: 64,
+    };
     let mut z = ZSet::with_hint(0, 0, l);
     for m in ["a", "b", "c", "d"] {
         z.set(m.as_bytes(), 0.0, l);
