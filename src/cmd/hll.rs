@@ -24,7 +24,7 @@ fn corrupt() -> Error {
 }
 
 fn sparse_max(ctx: &Ctx) -> usize {
-    ctx.srv.config.get_i64("hll-sparse-max-bytes").max(0) as usize
+    ctx.srv.config.hll_sparse_max_bytes
 }
 
 /// Checks a value is an HLL (Redis's `isHLLObjectOrReply`).
