@@ -118,6 +118,12 @@ pub struct Client {
     pub commands: u64,
     /// Query buffer size the task last reported (CLIENT LIST qbuf).
     pub qbuf: usize,
+    /// The socket, for the busy-script poller (`script::busy`), which reads
+    /// and answers other clients while the data thread is inside Lua.
+    pub fd: Option<std::os::fd::RawFd>,
+    /// Bytes the busy-script poller read but did not consume (an incomplete
+    /// command); the connection task takes them before reading the socket.
+    pub pending_input: Vec<u8>,
 }
 
 impl Client {
@@ -160,6 +166,8 @@ impl Client {
             net_out: 0,
             commands: 0,
             qbuf: 0,
+            fd: None,
+            pending_input: Vec::new(),
         }
     }
 

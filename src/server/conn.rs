@@ -33,6 +33,11 @@ where
             let mut s = srv.borrow_mut();
             let mut c = cell.state.borrow_mut();
             c.unblocked = false;
+            if !c.pending_input.is_empty() {
+                // Input the busy-script poller read off the socket (see script::busy).
+                inbuf.extend_from_slice(&c.pending_input);
+                c.pending_input.clear();
+            }
             process(&mut s, &mut c, &mut inbuf, &mut ranges, &mut need);
             c.qbuf = inbuf.len();
             let idle = if c.blocked.is_none()

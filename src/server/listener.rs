@@ -84,40 +84,68 @@ fn accept_client<S>(
     laddr: String,
     kind: ConnKind,
 ) where
-    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + 'static,
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + std::os::fd::AsRawFd + 'static,
 {
-    let cell = {
-        let mut s = srv.borrow_mut();
-        s.stats.connections_received += 1;
-        let id = s.next_client_id;
-        s.next_client_id += 1;
-        let need_auth = s.config.requirepass.is_some();
-        let mut client = Client::new(id, addr, laddr, kind, need_auth);
-        if s.clients.len() >= s.config.maxclients {
-            s.stats.rejected_connections += 1;
-            client.reply.error_line("ERR max number of clients reached");
-            client.close_after_reply = true;
-        } else if s.config.protected_mode
-            && s.config.requirepass.is_none()
-            && s.config.bind.is_empty()
-            && kind == ConnKind::Tcp
-            && !is_loopback(&client.addr)
-        {
-            client.reply.error_line(PROTECTED_MODE_ERROR);
-            client.close_after_reply = true;
-        }
-        let cell = Rc::new(ClientCell {
-            state: RefCell::new(client),
-            wake: Notify::new(),
-            kill: Cell::new(false),
-        });
-        s.clients.insert(id, cell.clone());
-        cell
-    };
+    let cell = register_client(&mut srv.borrow_mut(), stream.as_raw_fd(), addr, laddr, kind);
     let srv = srv.clone();
     tokio::task::spawn_local(async move {
         super::conn::serve(srv, cell, stream).await;
     });
+}
+
+/// As `accept_client`, for a connection accepted while the server state is
+/// already borrowed (by the busy-script poller, `script::busy`).
+pub fn accept_client_borrowed<S>(
+    srv: &Rc<RefCell<Server>>,
+    s: &mut Server,
+    stream: S,
+    addr: String,
+    laddr: String,
+    kind: ConnKind,
+) where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + std::os::fd::AsRawFd + 'static,
+{
+    let cell = register_client(s, stream.as_raw_fd(), addr, laddr, kind);
+    let srv = srv.clone();
+    tokio::task::spawn_local(async move {
+        super::conn::serve(srv, cell, stream).await;
+    });
+}
+
+/// Creates a client's state and adds it to the registry.
+fn register_client(
+    s: &mut Server,
+    fd: std::os::fd::RawFd,
+    addr: String,
+    laddr: String,
+    kind: ConnKind,
+) -> Rc<ClientCell> {
+    s.stats.connections_received += 1;
+    let id = s.next_client_id;
+    s.next_client_id += 1;
+    let need_auth = s.config.requirepass.is_some();
+    let mut client = Client::new(id, addr, laddr, kind, need_auth);
+    client.fd = Some(fd);
+    if s.clients.len() >= s.config.maxclients {
+        s.stats.rejected_connections += 1;
+        client.reply.error_line("ERR max number of clients reached");
+        client.close_after_reply = true;
+    } else if s.config.protected_mode
+        && s.config.requirepass.is_none()
+        && s.config.bind.is_empty()
+        && kind == ConnKind::Tcp
+        && !is_loopback(&client.addr)
+    {
+        client.reply.error_line(PROTECTED_MODE_ERROR);
+        client.close_after_reply = true;
+    }
+    let cell = Rc::new(ClientCell {
+        state: RefCell::new(client),
+        wake: Notify::new(),
+        kill: Cell::new(false),
+    });
+    s.clients.insert(id, cell.clone());
+    cell
 }
 
 fn is_loopback(addr: &str) -> bool {
@@ -143,6 +171,8 @@ pub async fn run(
     stop: std::sync::Arc<Notify>,
     handle_signals: bool,
 ) {
+    // The busy-script poller accepts connections on these while Lua runs.
+    crate::script::busy::register_listeners(&srv, &tcp, unix.as_ref());
     for l in tcp {
         let srv = srv.clone();
         tokio::task::spawn_local(async move {
