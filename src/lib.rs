@@ -17,6 +17,7 @@ pub mod db;
 pub mod error;
 pub mod log;
 pub mod resp;
+pub mod script;
 pub mod server;
 pub mod types;
 
@@ -181,7 +182,7 @@ pub fn run_main(config: Config) -> std::io::Result<()> {
             "The server is now ready to accept connections at {u}"
         ));
     }
-    log::notice("Ready to accept connections tcp");
+    log::notice("Ready to accept connections");
     handle.wait();
     Ok(())
 }

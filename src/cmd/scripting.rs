@@ -1,5 +1,260 @@
-//! The scripting command family.
+//! The scripting command family: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and
+//! SCRIPT. The engine itself lives in `crate::script`.
 
-use crate::command::CommandSpec;
+use crate::command::flags::*;
+use crate::command::{Args, CommandSpec};
+use crate::error::{CmdResult, Error};
+use crate::script::{self, Call};
+use crate::server::Ctx;
 
-pub static SPECS: &[CommandSpec] = &[];
+const EVAL_FLAGS: u32 = NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS;
+
+pub static SPECS: &[CommandSpec] = &[
+    CommandSpec::new("eval", -3, EVAL_FLAGS, (0, 0, 0), eval).with_keys_fn(numkeys_keys),
+    CommandSpec::new("evalsha", -3, EVAL_FLAGS, (0, 0, 0), evalsha).with_keys_fn(numkeys_keys),
+    CommandSpec::new("eval_ro", -3, READONLY | EVAL_FLAGS, (0, 0, 0), eval_ro)
+        .with_keys_fn(numkeys_keys),
+    CommandSpec::new(
+        "evalsha_ro",
+        -3,
+        READONLY | EVAL_FLAGS,
+        (0, 0, 0),
+        evalsha_ro,
+    )
+    .with_keys_fn(numkeys_keys),
+    CommandSpec::container("script", -2, SCRIPT_SUBS),
+];
+
+static SCRIPT_SUBS: &[CommandSpec] = &[
+    CommandSpec::new("script|exists", -3, NOSCRIPT, (0, 0, 0), script_exists),
+    CommandSpec::new("script|flush", -2, NOSCRIPT, (0, 0, 0), script_flush),
+    CommandSpec::new("script|help", 2, LOADING | STALE, (0, 0, 0), script_help),
+    CommandSpec::new(
+        "script|kill",
+        2,
+        NOSCRIPT | ALLOW_BUSY,
+        (0, 0, 0),
+        script_kill,
+    ),
+    CommandSpec::new("script|load", 3, NOSCRIPT | STALE, (0, 0, 0), script_load),
+];
+
+/// Keys of `EVAL script numkeys key [key ...] arg [arg ...]` (also FCALL).
+pub fn numkeys_keys(args: &Args) -> Vec<usize> {
+    let n = args
+        .at(2)
+        .pipe(crate::types::number::parse_i64)
+        .unwrap_or(0)
+        .max(0) as usize;
+    // As Redis's evalGetKeys: a numkeys larger than the arguments means no keys.
+    if 3 + n > args.len() {
+        return Vec::new();
+    }
+    (3..3 + n).collect()
+}
+
+trait Pipe: Sized {
+    fn pipe<R>(self, f: impl FnOnce(Self) -> R) -> R {
+        f(self)
+    }
+}
+impl<T> Pipe for T {}
+
+/// Splits `numkeys key... arg...` (cursor at numkeys) with Redis's errors.
+pub fn parse_keys_args<'a>(args: &Args<'a>) -> Result<(Vec<&'a [u8]>, Vec<&'a [u8]>), Error> {
+    let n = crate::types::number::parse_i64(args.at(2)).ok_or(Error::NotInteger)?;
+    let rest = args.len() - 3;
+    if n > rest as i64 {
+        return Err(Error::msg(
+            "Number of keys can't be greater than number of args",
+        ));
+    }
+    if n < 0 {
+        return Err(Error::msg("Number of keys can't be negative"));
+    }
+    let n = n as usize;
+    Ok((args.from(3).take(n).collect(), args.from(3 + n).collect()))
+}
+
+fn eval_generic(ctx: &mut Ctx, args: &Args, by_sha: bool, read_only: bool) -> CmdResult {
+    let (keys, argv) = parse_keys_args(args)?;
+    let s = &mut ctx.srv.ext.script;
+    let (sha, func_ref) = if by_sha {
+        let given = args.at(1);
+        let mut sha = [0u8; 40];
+        let found = if given.len() == 40 {
+            for (d, c) in sha.iter_mut().zip(given) {
+                *d = c.to_ascii_lowercase();
+            }
+            script::lookup(s, &sha)
+        } else {
+            None
+        };
+        match found {
+            Some(r) => (sha, r),
+            None => {
+                return Err(Error::coded(
+                    "NOSCRIPT No matching script. Please use EVAL.",
+                ))
+            }
+        }
+    } else {
+        let sha = script::load(s, args.at(1))?;
+        (sha, script::lookup(s, &sha).unwrap_or_default())
+    };
+    let call = Call {
+        func_ref,
+        name: String::from_utf8_lossy(&sha).into_owned(),
+        keys,
+        args: argv,
+        read_only,
+        is_function: false,
+    };
+    script::run(ctx.srv, ctx.client, call);
+    Ok(())
+}
+
+/// ```text
+/// EVAL script numkeys [key [key ...]] [arg [arg ...]]
+/// ```
+/// The script's return value converted to a reply.
+fn eval(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    eval_generic(ctx, args, false, false)
+}
+
+/// ```text
+/// EVALSHA sha1 numkeys [key [key ...]] [arg [arg ...]]
+/// ```
+/// As EVAL, for a cached script; `NOSCRIPT` when it is not cached.
+fn evalsha(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    eval_generic(ctx, args, true, false)
+}
+
+/// ```text
+/// EVAL_RO script numkeys [key [key ...]] [arg [arg ...]]
+/// ```
+/// As EVAL; write commands from the script are refused.
+fn eval_ro(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    eval_generic(ctx, args, false, true)
+}
+
+/// ```text
+/// EVALSHA_RO sha1 numkeys [key [key ...]] [arg [arg ...]]
+/// ```
+/// As EVALSHA; write commands from the script are refused.
+fn evalsha_ro(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    eval_generic(ctx, args, true, true)
+}
+
+/// ```text
+/// SCRIPT EXISTS sha1 [sha1 ...]
+/// ```
+/// Array of 1/0, one per digest.
+fn script_exists(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    let n = args.len() - 2;
+    ctx.client.reply.array(n);
+    for a in args.from(2) {
+        let mut sha = [0u8; 40];
+        let found = a.len() == 40 && {
+            for (d, c) in sha.iter_mut().zip(a) {
+                *d = c.to_ascii_lowercase();
+            }
+            ctx.srv.ext.script.scripts.contains_key(&sha)
+        };
+        ctx.client.reply.int(found as i64);
+    }
+    Ok(())
+}
+
+/// ```text
+/// SCRIPT FLUSH [ASYNC | SYNC]
+/// ```
+/// `OK`; the cache is emptied and the Lua VM restarted.
+fn script_flush(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    if args.len() > 3 || (args.len() == 3 && !args.eat_ci("SYNC") && !args.eat_ci("ASYNC")) {
+        return Err(Error::msg("SCRIPT FLUSH only support SYNC|ASYNC option"));
+    }
+    ctx.srv.ext.script.flush();
+    ctx.out().ok();
+    Ok(())
+}
+
+/// ```text
+/// SCRIPT KILL
+/// ```
+/// `OK` when the running script was told to stop; `NOTBUSY` with no script
+/// running; `UNKILLABLE` once the script wrote. While a script runs, this is
+/// reached from the busy-script poller in `script::busy`.
+fn script_kill(ctx: &mut Ctx, _args: &mut Args) -> CmdResult {
+    kill_running(true)?;
+    ctx.out().ok();
+    Ok(())
+}
+
+/// SCRIPT KILL (`is_eval`) and FUNCTION KILL, as Redis's `scriptKill`.
+pub fn kill_running(is_eval: bool) -> CmdResult {
+    // SAFETY: called from a command handler on the data thread; the running
+    // script (if any) is suspended in its hook while this runs.
+    let Some(run) = (unsafe { script::run_ctx() }) else {
+        return Err(Error::coded("NOTBUSY No scripts in execution right now."));
+    };
+    if run.wrote {
+        return Err(Error::coded("UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command."));
+    }
+    if is_eval && run.is_function {
+        return Err(Error::coded(script::busy::BUSY_FUNCTION));
+    }
+    if !is_eval && !run.is_function {
+        return Err(Error::coded(script::busy::BUSY_EVAL));
+    }
+    run.killed = true;
+    Ok(())
+}
+
+/// ```text
+/// SCRIPT LOAD script
+/// ```
+/// The script's SHA1 digest as a bulk string.
+fn script_load(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    let sha = script::load(&mut ctx.srv.ext.script, args.at(2))?;
+    ctx.out().bulk(&sha);
+    Ok(())
+}
+
+const SCRIPT_HELP: &[&str] = &[
+    "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "DEBUG (YES|SYNC|NO)",
+    "    Set the debug mode for subsequent scripts executed.",
+    "EXISTS <sha1> [<sha1> ...]",
+    "    Return information about the existence of the scripts in the script cache.",
+    "FLUSH [ASYNC|SYNC]",
+    "    Flush the Lua scripts cache. Very dangerous on replicas.",
+    "    When called without the optional mode argument, the behavior is determined by the",
+    "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+    "    * ASYNC: Asynchronously flush the scripts cache.",
+    "    * SYNC: Synchronously flush the scripts cache.",
+    "KILL",
+    "    Kill the currently executing Lua script.",
+    "LOAD <script>",
+    "    Load a script into the scripts cache without executing it.",
+    "HELP",
+    "    Prints this help.",
+];
+
+/// Writes a HELP reply: an array of status lines.
+pub fn help_reply(ctx: &mut Ctx, lines: &[&str]) {
+    let out = ctx.out();
+    out.array(lines.len());
+    for l in lines {
+        out.simple(l);
+    }
+}
+
+/// ```text
+/// SCRIPT HELP
+/// ```
+/// Array of status lines.
+fn script_help(ctx: &mut Ctx, _args: &mut Args) -> CmdResult {
+    help_reply(ctx, SCRIPT_HELP);
+    Ok(())
+}

@@ -1,41 +1,13 @@
 //! Client-side caching commands: CLIENT TRACKING, CLIENT CACHING, CLIENT
 //! GETREDIR, CLIENT TRACKINGINFO (the state lives in `server::tracking`).
 //!
-//! CLIENT is the server family's container; its subcommand table takes the
-//! four specs of [`CLIENT_SUBCOMMANDS`]. Until the two are merged, [`SPECS`]
-//! registers a CLIENT container holding only these.
+//! CLIENT is the server family's container (`cmd::server::client`); its
+//! subcommand table points at the handlers here.
 
-use crate::command::flags::*;
-use crate::command::{Args, CommandSpec};
+use crate::command::Args;
 use crate::error::{CmdResult, Error};
 use crate::server::tracking::{self, Options};
 use crate::server::Ctx;
-
-const CLIENT_SUB: u32 = NOSCRIPT | LOADING | STALE;
-
-/// The tracking subcommands of CLIENT, with Redis 7.0's metadata.
-pub static CLIENT_SUBCOMMANDS: &[CommandSpec] = &[
-    CommandSpec::new(
-        "client|tracking",
-        -3,
-        CLIENT_SUB,
-        (0, 0, 0),
-        client_tracking,
-    ),
-    CommandSpec::new("client|caching", 3, CLIENT_SUB, (0, 0, 0), client_caching),
-    CommandSpec::new("client|getredir", 2, CLIENT_SUB, (0, 0, 0), client_getredir),
-    CommandSpec::new(
-        "client|trackinginfo",
-        2,
-        CLIENT_SUB,
-        (0, 0, 0),
-        client_trackinginfo,
-    ),
-];
-
-/// Stand-in CLIENT container until the server family's CLIENT takes the
-/// subcommands above (remove this when merging).
-pub static SPECS: &[CommandSpec] = &[CommandSpec::container("client", -2, CLIENT_SUBCOMMANDS)];
 
 /// Redis's `stringCheckPrefix`: one is a prefix of the other.
 fn overlaps(a: &[u8], b: &[u8]) -> bool {

@@ -120,11 +120,20 @@ pub struct Client {
     pub commands: u64,
     /// Query buffer size the task last reported (CLIENT LIST qbuf).
     pub qbuf: usize,
+    /// The socket's file descriptor (CLIENT LIST fd, and the busy-script
+    /// poller in `script::busy`, which reads and answers other clients while
+    /// the data thread is inside Lua); -1 when there is none.
+    pub fd: i32,
+    /// A command is waiting for CLIENT PAUSE to end (it stays in the query buffer).
+    pub postponed: bool,
     /// Since when (unix seconds) the output passed the soft
     /// `client-output-buffer-limit` (see `server::pubsub`).
     pub obuf_soft_since: Option<i64>,
     /// Client-side caching mode; None when tracking is off (see `server::tracking`).
     pub tracking: Option<Box<super::tracking::ClientTracking>>,
+    /// Bytes the busy-script poller read but did not consume (an incomplete
+    /// command); the connection task takes them before reading the socket.
+    pub pending_input: Vec<u8>,
 }
 
 impl Client {
@@ -167,8 +176,11 @@ impl Client {
             net_out: 0,
             commands: 0,
             qbuf: 0,
+            fd: -1,
+            postponed: false,
             obuf_soft_since: None,
             tracking: None,
+            pending_input: Vec::new(),
         }
     }
 

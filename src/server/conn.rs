@@ -33,6 +33,12 @@ where
             let mut s = srv.borrow_mut();
             let mut c = cell.state.borrow_mut();
             c.unblocked = false;
+            c.postponed = false;
+            if !c.pending_input.is_empty() {
+                // Input the busy-script poller read off the socket (see script::busy).
+                inbuf.extend_from_slice(&c.pending_input);
+                c.pending_input.clear();
+            }
             if !cell.kill.get() {
                 process(&mut s, &mut c, &mut inbuf, &mut ranges, &mut need);
             }
@@ -46,11 +52,14 @@ where
             } else {
                 0
             };
+            // A request held back by CLIENT PAUSE waits like a blocked one,
+            // until the pause ends (or CLIENT UNPAUSE wakes the task).
+            let pause_end = s.pause.filter(|_| c.postponed).map(|p| p.until_ms);
             (
                 c.close_after_reply || cell.kill.get(),
-                c.blocked.as_ref().and_then(|b| b.deadline_ms),
+                c.blocked.as_ref().and_then(|b| b.deadline_ms).or(pause_end),
                 idle,
-                c.blocked.is_some(),
+                c.blocked.is_some() || c.postponed,
             )
         };
         if flush(&srv, &cell, &mut stream, &mut outbuf).await.is_err() {
@@ -176,7 +185,12 @@ fn process(
     need: &mut usize,
 ) {
     loop {
-        if c.blocked.is_some() || c.close_after_reply || inbuf.len() < *need || inbuf.is_empty() {
+        if c.blocked.is_some()
+            || c.postponed
+            || c.close_after_reply
+            || inbuf.len() < *need
+            || inbuf.is_empty()
+        {
             return;
         }
         let limits = Limits {
@@ -200,16 +214,25 @@ fn process(
             Parsed::Command { consumed, inline } => {
                 *need = 1;
                 if !ranges.is_empty() {
+                    if srv.pause.is_some() {
+                        let postpone = if inline {
+                            let argv = inline_argv(inbuf, ranges);
+                            crate::command::dispatch::must_postpone(srv, c, &argv.args())
+                        } else {
+                            crate::command::dispatch::must_postpone(
+                                srv,
+                                c,
+                                &Args::new(&inbuf[..], ranges),
+                            )
+                        };
+                        if postpone {
+                            c.postponed = true;
+                            return;
+                        }
+                    }
                     c.last_interaction = std::time::Instant::now();
                     if inline {
-                        let argv = Argv::from_slices(
-                            ranges
-                                .iter()
-                                .map(|&(s, e)| decode::inline_word(&inbuf[s..e]))
-                                .collect::<Vec<_>>()
-                                .iter()
-                                .map(|v| &v[..]),
-                        );
+                        let argv = inline_argv(inbuf, ranges);
                         dispatch(srv, c, &argv.args());
                     } else {
                         let args = Args::new(&inbuf[..], ranges);
@@ -220,4 +243,16 @@ fn process(
             }
         }
     }
+}
+
+/// The words of an inline request, unquoted.
+fn inline_argv(inbuf: &[u8], ranges: &[(usize, usize)]) -> Argv {
+    Argv::from_slices(
+        ranges
+            .iter()
+            .map(|&(s, e)| decode::inline_word(&inbuf[s..e]))
+            .collect::<Vec<_>>()
+            .iter()
+            .map(|v| &v[..]),
+    )
 }

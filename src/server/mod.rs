@@ -51,6 +51,10 @@ pub struct Server {
 /// Per-family state that does not belong to the keyspace. Each family owns its field.
 #[derive(Default)]
 pub struct Extensions {
+    /// SLOWLOG entries (server family).
+    pub slowlog: crate::cmd::server::slowlog::SlowLog,
+    /// Lua engine and script cache (owned by `crate::script`).
+    pub script: crate::script::Scripting,
     /// Client-side caching (pub/sub family).
     pub tracking: tracking::Tracking,
 }

@@ -1,0 +1,232 @@
+//! The Lua scripting engine: one Lua 5.1 VM per server, the SHA1 script
+//! cache, and running a script with `redis.call` wired to the dispatcher.
+//!
+//! While a script runs, the EVAL handler's `&mut Server` is lent to Lua as a
+//! raw pointer in [`RunCtx`] (see `RUN`): Lua calls back into `redis.call`
+//! synchronously on this thread, and the handler does not touch the server
+//! until Lua returns, so exactly one mutable path to the server is live at a
+//! time.
+
+pub mod bit;
+pub mod busy;
+pub mod cjson;
+pub mod convert;
+pub mod lua;
+pub mod msgpack;
+pub mod redis_lib;
+pub mod structlib;
+pub mod vm;
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::time::Instant;
+
+use crate::error::Error;
+use crate::server::client::{Client, ConnKind};
+use crate::server::Server;
+use lua::{ffi, State};
+use vm::Vm;
+
+/// A cached script: its body and the registry reference of its compiled function.
+pub struct Script {
+    pub body: Box<[u8]>,
+    func_ref: i32,
+}
+
+/// Scripting state kept in the server (`srv.ext.script`).
+#[derive(Default)]
+pub struct Scripting {
+    vm: Option<Vm>,
+    /// Lowercase hex SHA1 of the body → script.
+    pub scripts: HashMap<[u8; 40], Script>,
+    /// The pseudo-client scripts run their commands as; taken out while a script runs.
+    client: Option<Box<Client>>,
+    /// Calls since the last full GC step.
+    calls: u32,
+    /// Listening sockets (fd, unix socket path) the busy-script poller accepts on.
+    pub listeners: Vec<(std::os::fd::RawFd, Option<String>)>,
+    /// The server cell, for spawning tasks of connections accepted while busy.
+    pub server: Option<std::rc::Weak<std::cell::RefCell<Server>>>,
+}
+
+impl Scripting {
+    fn vm(&mut self) -> &mut Vm {
+        self.vm.get_or_insert_with(Vm::new)
+    }
+
+    /// SCRIPT FLUSH: forgets every script and starts a fresh VM, as Redis does.
+    pub fn flush(&mut self) {
+        self.scripts.clear();
+        self.vm = None;
+    }
+
+    /// Bytes the VM uses (INFO used_memory_lua).
+    pub fn memory(&self) -> usize {
+        self.vm.as_ref().map_or(0, |v| v.used_memory())
+    }
+}
+
+/// What a running script needs from its caller; reached from Lua's C
+/// functions through the thread-local `RUN`.
+pub struct RunCtx {
+    pub srv: *mut Server,
+    /// The script's pseudo-client.
+    pub client: *mut Client,
+    /// Id of the client that called EVAL (its own connection is not polled while busy).
+    pub caller_id: crate::db::ClientId,
+    /// EVAL_RO / EVALSHA_RO / FCALL_RO, or a `no-writes` script.
+    pub read_only: bool,
+    /// A write command ran: the script can no longer be killed.
+    pub wrote: bool,
+    /// `redis.setresp` protocol for replies seen by the script.
+    pub resp: u8,
+    /// The name errors report (`script: <sha>`).
+    pub name: String,
+    pub start: Instant,
+    /// Set by SCRIPT KILL / FUNCTION KILL; the hook raises the error.
+    pub killed: bool,
+    /// The busy threshold passed: other clients get BUSY.
+    pub busy: bool,
+    pub threshold_ms: u64,
+    pub last_poll: Instant,
+    /// True when the script runs a FUNCTION (FCALL): FUNCTION KILL, not SCRIPT KILL.
+    pub is_function: bool,
+}
+
+thread_local! {
+    static RUN: Cell<*mut RunCtx> = const { Cell::new(std::ptr::null_mut()) };
+}
+
+/// The running script's context, or None outside a script.
+///
+/// # Safety
+/// Valid only on the data thread while [`run`] is on the stack; callers must
+/// not keep the reference past the C function that asked for it.
+pub unsafe fn run_ctx<'a>() -> Option<&'a mut RunCtx> {
+    let p = RUN.with(|c| c.get());
+    if p.is_null() {
+        None
+    } else {
+        Some(&mut *p)
+    }
+}
+
+/// Hex SHA1 of `body`, lowercase (the script's name in the cache).
+pub fn sha1_hex(body: &[u8]) -> [u8; 40] {
+    use sha1::{Digest, Sha1};
+    let d = Sha1::digest(body);
+    let mut out = [0u8; 40];
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    for (i, b) in d.iter().enumerate() {
+        out[2 * i] = HEX[(b >> 4) as usize];
+        out[2 * i + 1] = HEX[(b & 15) as usize];
+    }
+    out
+}
+
+/// Compiles `body` into the cache (SCRIPT LOAD, EVAL) and returns its SHA.
+pub fn load(s: &mut Scripting, body: &[u8]) -> Result<[u8; 40], Error> {
+    let sha = sha1_hex(body);
+    if s.scripts.contains_key(&sha) {
+        return Ok(sha);
+    }
+    let func_ref = s
+        .vm()
+        .compile(body, "@user_script")
+        .map_err(|e| Error::Msg(format!("Error compiling script (new function): {e}").into()))?;
+    s.scripts.insert(
+        sha,
+        Script {
+            body: body.into(),
+            func_ref,
+        },
+    );
+    Ok(sha)
+}
+
+/// Which script to run and how.
+pub struct Call<'a> {
+    pub func_ref: i32,
+    pub name: String,
+    pub keys: Vec<&'a [u8]>,
+    pub args: Vec<&'a [u8]>,
+    pub read_only: bool,
+    pub is_function: bool,
+}
+
+/// Runs a compiled script for `caller`, writing its reply (or error) into
+/// the caller's reply buffer.
+pub fn run(srv: &mut Server, caller: &mut Client, call: Call<'_>) {
+    crate::clock::begin_command();
+    let mut sc = srv.ext.script.client.take().unwrap_or_else(|| {
+        Box::new(Client::new(
+            0,
+            String::new(),
+            String::new(),
+            ConnKind::Script,
+            false,
+        ))
+    });
+    sc.db = caller.db;
+    sc.reply.resp = 2;
+    sc.reply.buf.clear();
+    let l = srv.ext.script.vm().l;
+    let threshold = srv.config.get_i64("busy-reply-threshold").max(0) as u64;
+    let now = Instant::now();
+    let mut ctx = RunCtx {
+        srv: srv as *mut Server,
+        client: &mut *sc as *mut Client,
+        caller_id: caller.id,
+        read_only: call.read_only,
+        wrote: false,
+        resp: 2,
+        name: call.name,
+        start: now,
+        killed: false,
+        busy: false,
+        threshold_ms: threshold,
+        last_poll: now,
+        is_function: call.is_function,
+    };
+    RUN.with(|c| c.set(&mut ctx as *mut RunCtx));
+    // SAFETY: the VM belongs to this server and thread; `RUN` points at
+    // `ctx`, which outlives the call; `srv` is not used again until Lua returns.
+    unsafe {
+        vm::set_keys_argv(l, &call.keys, &call.args);
+        busy::install_hook(l);
+        let base = ffi::lua_gettop(l);
+        vm::push_error_handler(l);
+        ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, call.func_ref as _);
+        let rc = ffi::lua_pcall(l, 0, 1, base + 1);
+        busy::remove_hook(l);
+        RUN.with(|c| c.set(std::ptr::null_mut()));
+        if rc == 0 {
+            ffi::lua_gc(l, ffi::LUA_GCSTEP, 1);
+            convert::reply_from_lua(l, &mut caller.reply, ctx.resp);
+        } else {
+            convert::reply_error(l, &mut caller.reply, &ctx.name, srv);
+        }
+        ffi::lua_settop(l, base);
+        vm::after_run(l);
+    }
+    let s = &mut srv.ext.script;
+    s.calls += 1;
+    if s.calls >= 50 {
+        s.calls = 0;
+        if let Some(vm) = s.vm.as_mut() {
+            vm.gc_step();
+        }
+    }
+    sc.reply.buf.clear();
+    s.client = Some(sc);
+}
+
+/// Looks up a cached script's compiled function.
+pub fn lookup(s: &Scripting, sha: &[u8; 40]) -> Option<i32> {
+    s.scripts.get(sha).map(|sc| sc.func_ref)
+}
+
+/// The VM's state pointer, creating the VM if needed (FUNCTION uses the same VM).
+pub fn state(s: &mut Scripting) -> State {
+    s.vm().l
+}

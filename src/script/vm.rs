@@ -1,0 +1,410 @@
+//! The Lua VM: creation with Redis's libraries, the sandbox, compiling
+//! chunks (never bytecode), and the per-call globals KEYS and ARGV.
+
+use std::alloc::{self, Layout};
+use std::ffi::{c_char, c_int, c_void};
+
+use super::lua::{self, ffi, push_bytes, push_str, to_bytes, State};
+
+/// Upper bound on the VM's memory; allocations past it fail with Lua's
+/// "not enough memory" error instead of exhausting the server.
+pub const MEMORY_LIMIT: usize = 1 << 30;
+
+const SANDBOX: &str = include_str!("../../lua/sandbox.lua");
+
+/// Registry keys.
+const REG_RO: &str = "__oxidis_readonly";
+const REG_ERRH: &str = "__oxidis_errh";
+const REG_REAL_G: &str = "__oxidis_real_g";
+
+struct AllocState {
+    used: usize,
+    limit: usize,
+}
+
+/// One Lua state with the sandbox installed.
+pub struct Vm {
+    pub l: State,
+    alloc: *mut AllocState,
+}
+
+const ALIGN: usize = 16;
+
+unsafe extern "C" fn lua_alloc(
+    ud: *mut c_void,
+    ptr: *mut c_void,
+    osize: usize,
+    nsize: usize,
+) -> *mut c_void {
+    let a = &mut *(ud as *mut AllocState);
+    let osize = if ptr.is_null() { 0 } else { osize };
+    if nsize == 0 {
+        if !ptr.is_null() {
+            alloc::dealloc(
+                ptr as *mut u8,
+                Layout::from_size_align_unchecked(osize, ALIGN),
+            );
+            a.used -= osize;
+        }
+        return std::ptr::null_mut();
+    }
+    if nsize > osize && a.used + (nsize - osize) > a.limit {
+        return std::ptr::null_mut();
+    }
+    let p = if ptr.is_null() {
+        alloc::alloc(Layout::from_size_align_unchecked(nsize, ALIGN))
+    } else {
+        alloc::realloc(
+            ptr as *mut u8,
+            Layout::from_size_align_unchecked(osize, ALIGN),
+            nsize,
+        )
+    };
+    if !p.is_null() {
+        a.used = a.used - osize + nsize;
+    }
+    p as *mut c_void
+}
+
+impl Drop for Vm {
+    fn drop(&mut self) {
+        // SAFETY: the state and allocator were created together in `new`.
+        unsafe {
+            ffi::lua_close(self.l);
+            drop(Box::from_raw(self.alloc));
+        }
+    }
+}
+
+impl Vm {
+    pub fn new() -> Vm {
+        let a = Box::into_raw(Box::new(AllocState {
+            used: 0,
+            limit: MEMORY_LIMIT,
+        }));
+        // SAFETY: a fresh state; everything below runs before any script.
+        unsafe {
+            let l = ffi::lua_newstate(lua_alloc, a as *mut c_void);
+            assert!(!l.is_null(), "cannot create the Lua state");
+            ffi::luaL_openlibs(l);
+            super::redis_lib::open(l);
+            super::cjson::open(l);
+            super::bit::open(l);
+            super::structlib::open(l);
+            super::msgpack::open(l);
+            // Registry tables the C helpers consult.
+            ffi::lua_createtable(l, 0, 16);
+            set_registry(l, REG_RO);
+            // Run the sandbox builder with its C helpers.
+            if load_chunk(l, SANDBOX.as_bytes(), "=sandbox") != 0 {
+                panic!("sandbox.lua: {}", err_string(l));
+            }
+            ffi::lua_createtable(l, 0, 8);
+            lua::set_funcs(
+                l,
+                &[
+                    ("nonexistent", nonexistent_global),
+                    ("newindex", readonly_newindex),
+                    ("rawset", safe_rawset),
+                    ("rawget", safe_rawget),
+                    ("next", safe_next),
+                    ("pairs", safe_pairs),
+                    ("setmetatable", safe_setmetatable),
+                    ("loadstring", safe_loadstring),
+                ],
+            );
+            get_registry(l, REG_RO);
+            lua::set_field(l, -2, "readonly");
+            if ffi::lua_pcall(l, 1, 2, 0) != 0 {
+                panic!("sandbox.lua: {}", err_string(l));
+            }
+            // The sandbox returns the error handler and the globals table.
+            set_registry(l, REG_REAL_G);
+            set_registry(l, REG_ERRH);
+            ffi::lua_settop(l, 0);
+            ffi::lua_gc(l, ffi::LUA_GCCOLLECT, 0);
+            Vm { l, alloc: a }
+        }
+    }
+
+    /// Compiles a chunk and keeps it in the registry; returns its reference,
+    /// or the compile error text.
+    pub fn compile(&mut self, body: &[u8], name: &str) -> Result<i32, String> {
+        // SAFETY: the state is ours; the stack is left balanced.
+        unsafe {
+            if load_chunk(self.l, body, name) != 0 {
+                let e = err_string(self.l);
+                ffi::lua_pop(self.l, 1);
+                return Err(e);
+            }
+            Ok(ffi::luaL_ref(self.l, ffi::LUA_REGISTRYINDEX))
+        }
+    }
+
+    /// Frees a compiled chunk.
+    pub fn unref(&mut self, r: i32) {
+        // SAFETY: `r` came from `compile`.
+        unsafe { ffi::luaL_unref(self.l, ffi::LUA_REGISTRYINDEX, r) }
+    }
+
+    pub fn used_memory(&self) -> usize {
+        // SAFETY: the allocator state lives as long as the VM.
+        unsafe { (*self.alloc).used }
+    }
+
+    pub fn gc_step(&mut self) {
+        // SAFETY: no script runs now.
+        unsafe {
+            ffi::lua_gc(self.l, ffi::LUA_GCSTEP, 100);
+        }
+    }
+}
+
+unsafe fn set_registry(l: State, key: &str) {
+    lua::set_field(l, ffi::LUA_REGISTRYINDEX, key);
+}
+
+unsafe fn get_registry(l: State, key: &str) {
+    lua::get_field(l, ffi::LUA_REGISTRYINDEX, key);
+}
+
+/// The error value on top of the stack as text.
+pub unsafe fn err_string(l: State) -> String {
+    match to_bytes(l, -1) {
+        Some(b) => String::from_utf8_lossy(b).into_owned(),
+        None => "unknown error".into(),
+    }
+}
+
+struct Reader<'a> {
+    data: &'a [u8],
+    step: u8,
+}
+
+unsafe extern "C-unwind" fn reader(_l: State, ud: *mut c_void, size: *mut usize) -> *const c_char {
+    let r = &mut *(ud as *mut Reader);
+    match r.step {
+        0 => {
+            // An empty first piece makes Lua pick the text parser whatever
+            // the first byte is: bytecode never loads (Redis patches Lua
+            // for the same effect), and "\27Lua" fails as a syntax error.
+            r.step = 1;
+            *size = 0;
+            b"".as_ptr() as *const c_char
+        }
+        1 => {
+            r.step = 2;
+            *size = r.data.len();
+            r.data.as_ptr() as *const c_char
+        }
+        _ => {
+            *size = 0;
+            std::ptr::null()
+        }
+    }
+}
+
+/// Loads `body` as Lua source (never as bytecode) with chunk name `name`.
+/// Pushes the function, or the error message; returns Lua's status.
+pub unsafe fn load_chunk(l: State, body: &[u8], name: &str) -> c_int {
+    let mut r = Reader {
+        data: body,
+        step: 0,
+    };
+    let cname = std::ffi::CString::new(name.replace('\0', "")).unwrap_or_default();
+    ffi::lua_load(
+        l,
+        reader,
+        &mut r as *mut Reader as *mut c_void,
+        cname.as_ptr(),
+    )
+}
+
+/// Pushes the error handler (Redis's `__redis__err__handler`).
+pub unsafe fn push_error_handler(l: State) {
+    get_registry(l, REG_ERRH);
+}
+
+/// Sets the globals KEYS and ARGV for one call.
+pub unsafe fn set_keys_argv(l: State, keys: &[&[u8]], args: &[&[u8]]) {
+    get_registry(l, REG_REAL_G);
+    for (name, list) in [("KEYS", keys), ("ARGV", args)] {
+        ffi::lua_createtable(l, list.len() as c_int, 0);
+        for (i, a) in list.iter().enumerate() {
+            push_bytes(l, a);
+            ffi::lua_rawseti_(l, -2, (i + 1) as _);
+        }
+        lua::set_field(l, -2, name);
+    }
+    ffi::lua_pop(l, 1);
+}
+
+/// Undoes what a script may have slipped past the read-only guards with raw
+/// writes into a protected table (e.g. `table.insert(redis, x)`), so nothing
+/// leaks into the next script.
+pub unsafe fn after_run(l: State) {
+    get_registry(l, REG_RO);
+    ffi::lua_pushnil(l);
+    while ffi::lua_next(l, -2) != 0 {
+        ffi::lua_pop(l, 1);
+        // The key is a protected proxy: it must stay empty.
+        ffi::lua_pushnil(l);
+        if ffi::lua_next(l, -2) != 0 {
+            ffi::lua_pop(l, 2);
+            let t = ffi::lua_gettop(l);
+            loop {
+                ffi::lua_pushnil(l);
+                if ffi::lua_next(l, t) == 0 {
+                    break;
+                }
+                ffi::lua_pop(l, 1);
+                ffi::lua_pushnil(l);
+                ffi::lua_rawset(l, t);
+            }
+        }
+    }
+    ffi::lua_pop(l, 1);
+}
+
+/// True when the value at `idx` is a protected (read-only) table.
+unsafe fn is_readonly(l: State, idx: c_int) -> bool {
+    if ffi::lua_type(l, idx) != ffi::LUA_TTABLE {
+        return false;
+    }
+    let idx = lua::abs_index(l, idx);
+    get_registry(l, REG_RO);
+    ffi::lua_pushvalue(l, idx);
+    ffi::lua_rawget(l, -2);
+    let ro = ffi::lua_type(l, -1) != ffi::LUA_TNIL;
+    ffi::lua_pop(l, 2);
+    ro
+}
+
+/// Replaces a protected proxy at `idx` by the table it stands for.
+unsafe fn unwrap_proxy(l: State, idx: c_int) {
+    if ffi::lua_type(l, idx) != ffi::LUA_TTABLE {
+        return;
+    }
+    let idx = lua::abs_index(l, idx);
+    get_registry(l, REG_RO);
+    ffi::lua_pushvalue(l, idx);
+    ffi::lua_rawget(l, -2);
+    if ffi::lua_type(l, -1) == ffi::LUA_TTABLE {
+        ffi::lua_replace(l, idx);
+        ffi::lua_pop(l, 1);
+    } else {
+        ffi::lua_pop(l, 2);
+    }
+}
+
+const READONLY_MSG: &str = "Attempt to modify a readonly table";
+
+/// `__index` of the globals: reading an undefined global is an error.
+unsafe extern "C-unwind" fn nonexistent_global(l: State) -> c_int {
+    let name = to_bytes(l, 2).map(|b| String::from_utf8_lossy(b).into_owned());
+    let msg = format!(
+        "Script attempted to access nonexistent global variable '{}'",
+        name.unwrap_or_default()
+    );
+    ffi::luaL_where(l, 1);
+    push_str(l, &msg);
+    drop(msg);
+    ffi::lua_concat(l, 2);
+    lua::raise(l)
+}
+
+/// `__newindex` of every protected table.
+unsafe extern "C-unwind" fn readonly_newindex(l: State) -> c_int {
+    lua::raise_msg(l, READONLY_MSG)
+}
+
+unsafe extern "C-unwind" fn safe_rawset(l: State) -> c_int {
+    ffi::luaL_checktype(l, 1, ffi::LUA_TTABLE);
+    ffi::luaL_checkany(l, 2);
+    ffi::luaL_checkany(l, 3);
+    if is_readonly(l, 1) {
+        return lua::raise_plain(l, READONLY_MSG);
+    }
+    ffi::lua_settop(l, 3);
+    ffi::lua_rawset(l, 1);
+    1
+}
+
+unsafe extern "C-unwind" fn safe_rawget(l: State) -> c_int {
+    ffi::luaL_checktype(l, 1, ffi::LUA_TTABLE);
+    ffi::luaL_checkany(l, 2);
+    unwrap_proxy(l, 1);
+    ffi::lua_settop(l, 2);
+    ffi::lua_rawget(l, 1);
+    1
+}
+
+unsafe extern "C-unwind" fn safe_next(l: State) -> c_int {
+    ffi::luaL_checktype(l, 1, ffi::LUA_TTABLE);
+    unwrap_proxy(l, 1);
+    ffi::lua_settop(l, 2);
+    if ffi::lua_next(l, 1) != 0 {
+        2
+    } else {
+        ffi::lua_pushnil(l);
+        1
+    }
+}
+
+unsafe extern "C-unwind" fn safe_pairs(l: State) -> c_int {
+    ffi::luaL_checktype(l, 1, ffi::LUA_TTABLE);
+    ffi::lua_pushcclosure(l, safe_next, 0);
+    ffi::lua_pushvalue(l, 1);
+    ffi::lua_pushnil(l);
+    3
+}
+
+unsafe extern "C-unwind" fn safe_setmetatable(l: State) -> c_int {
+    let t = ffi::lua_type(l, 2);
+    ffi::luaL_checktype(l, 1, ffi::LUA_TTABLE);
+    if t != ffi::LUA_TNIL && t != ffi::LUA_TTABLE {
+        return ffi::luaL_argerror(l, 2, c"nil or table expected".as_ptr());
+    }
+    if is_readonly(l, 1) {
+        return lua::raise_plain(l, READONLY_MSG);
+    }
+    if ffi::luaL_getmetafield(l, 1, c"__metatable".as_ptr()) != 0 {
+        return lua::raise_msg(l, "cannot change a protected metatable");
+    }
+    ffi::lua_settop(l, 2);
+    ffi::lua_setmetatable(l, 1);
+    1
+}
+
+/// `loadstring(s [, chunkname])`, never loading bytecode.
+unsafe extern "C-unwind" fn safe_loadstring(l: State) -> c_int {
+    let s = ffi::luaL_checklstring(l, 1, std::ptr::null_mut());
+    let _ = s;
+    let body = to_bytes(l, 1).unwrap_or_default();
+    let name = match to_bytes(l, 2) {
+        Some(n) => n.to_vec(),
+        None => body.to_vec(),
+    };
+    // The chunk name is a C string: it stops at a NUL byte.
+    let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+    let cname = std::ffi::CString::new(&name[..end]).unwrap_or_default();
+    drop(name);
+    let mut r = Reader {
+        data: body,
+        step: 0,
+    };
+    let rc = ffi::lua_load(
+        l,
+        reader,
+        &mut r as *mut Reader as *mut c_void,
+        cname.as_ptr(),
+    );
+    drop(cname);
+    if rc == 0 {
+        1
+    } else {
+        ffi::lua_pushnil(l);
+        ffi::lua_insert(l, -2);
+        2
+    }
+}
