@@ -17,6 +17,7 @@ pub fn dispatch(srv: &mut Server, client: &mut Client, args: &Args) {
         return;
     }
     crate::clock::begin_command();
+    crate::server::tracking::before_dispatch(srv, client);
     let start_len = client.reply.len();
     // CLIENT REPLY: OFF drops replies until a command turns it back on (the
     // reply of CLIENT REPLY ON itself is sent); SKIP drops the next reply.
@@ -229,9 +230,7 @@ pub fn call(
     }
     let elapsed_us = started.elapsed().as_micros() as u64;
     notify::flush_before_reply(srv, client, reply_start);
-    if client.tracking.is_some() && cmd.spec.has(flags::READONLY) {
-        crate::server::tracking::remember_read(srv, client, cmd.spec, args);
-    }
+    crate::server::tracking::after_call(srv, client, cmd.spec, args, ok);
     let st = srv.stats.cmd(cmd.id);
     st.calls += 1;
     st.usec += elapsed_us;

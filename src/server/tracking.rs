@@ -59,6 +59,44 @@ pub struct Tracking {
     pending: Vec<(ClientId, Option<Vec<u8>>)>,
     /// Rounds in a row `tracking-table-max-keys` could not be met.
     over_limit_rounds: usize,
+    /// The client whose request is running (Redis's `server.current_client`):
+    /// commands a script runs act for it.
+    caller: ClientId,
+    /// Whether that client's reads are to be remembered (mode, OPTIN/OPTOUT
+    /// and CLIENT CACHING applied), for the commands its scripts run.
+    caller_tracks_reads: bool,
+    /// That client's mode (see [`Mode`]), for changes its scripts make.
+    caller_mode: Option<Mode>,
+}
+
+/// What invalidation needs to know of a tracking client.
+#[derive(Clone, Copy, Debug)]
+struct Mode {
+    bcast: bool,
+    noloop: bool,
+}
+
+impl Mode {
+    fn of(c: &Client) -> Option<Mode> {
+        c.tracking.as_deref().map(|t| Mode {
+            bcast: t.bcast,
+            noloop: t.noloop,
+        })
+    }
+}
+
+/// The tracking mode of client `id` (None: not tracking or unreachable).
+/// The running script's caller is busy, so its mode comes from the note
+/// taken before its request.
+fn mode(srv: &Server, current: &mut Client, id: ClientId) -> Option<Mode> {
+    if id != current.id && id == srv.ext.tracking.caller {
+        if let Some(cell) = srv.clients.get(&id) {
+            if cell.state.try_borrow().is_err() {
+                return srv.ext.tracking.caller_mode;
+            }
+        }
+    }
+    srv.with_client(id, current, |c| Mode::of(c)).flatten()
 }
 
 impl Tracking {
@@ -143,10 +181,7 @@ pub fn disable(srv: &mut Server, c: &mut Client) {
 /// tracking in default mode, honouring OPTIN/OPTOUT and CLIENT CACHING
 /// (Redis's `trackingRememberKeys`).
 pub fn remember_keys(srv: &mut Server, c: &Client, keys: impl Iterator<Item = Vec<u8>>) {
-    let Some(t) = c.tracking.as_deref() else {
-        return;
-    };
-    if t.bcast || (t.optin && !t.caching) || (t.optout && t.caching) {
+    if !c.tracking.as_deref().is_some_and(tracks_reads) {
         return;
     }
     let tr = &mut srv.ext.tracking;
@@ -154,6 +189,67 @@ pub fn remember_keys(srv: &mut Server, c: &Client, keys: impl Iterator<Item = Ve
         if tr.table.entry(k).or_default().insert(c.id) {
             tr.items += 1;
         }
+    }
+}
+
+/// Before each request: notes the client it runs for (see `Tracking::caller`).
+#[inline]
+pub fn before_dispatch(srv: &mut Server, c: &Client) {
+    let tr = &mut srv.ext.tracking;
+    tr.caller = c.id;
+    tr.caller_tracks_reads = c.tracking.as_deref().is_some_and(tracks_reads);
+    tr.caller_mode = Mode::of(c);
+}
+
+/// The client a change is made for: the script's caller for commands a
+/// script runs, else the client itself.
+#[inline]
+pub fn acting_client(srv: &Server, c: &Client) -> ClientId {
+    if c.conn_kind == super::client::ConnKind::Script {
+        srv.ext.tracking.caller
+    } else {
+        c.id
+    }
+}
+
+/// True when a client's next reads are remembered (default mode, with
+/// OPTIN + CACHING yes, or OPTOUT without CACHING no).
+fn tracks_reads(t: &ClientTracking) -> bool {
+    !(t.bcast || (t.optin && !t.caching) || (t.optout && t.caching))
+}
+
+/// After every command (in EXEC and scripts too): a read-only command's
+/// keys are remembered for a tracking client; a FLUSHDB / FLUSHALL that
+/// succeeded invalidates everything (see [`on_flush`]).
+#[inline]
+pub fn after_call(
+    srv: &mut Server,
+    c: &mut Client,
+    spec: &crate::command::CommandSpec,
+    args: &crate::command::Args,
+    ok: bool,
+) {
+    if spec.has(crate::command::flags::READONLY) {
+        if c.tracking.is_some() {
+            remember_read(srv, c, spec, args);
+        } else if c.conn_kind == super::client::ConnKind::Script
+            && srv.ext.tracking.caller_tracks_reads
+        {
+            // A script's read is remembered for the client that ran it.
+            let id = srv.ext.tracking.caller;
+            let tr = &mut srv.ext.tracking;
+            for i in spec.key_positions(args) {
+                if tr.table.entry(args.at(i).to_vec()).or_default().insert(id) {
+                    tr.items += 1;
+                }
+            }
+        }
+    }
+    if ok
+        && (srv.ext.tracking.clients > 0 || !srv.ext.tracking.idle())
+        && matches!(spec.name, "flushdb" | "flushall")
+    {
+        on_flush(srv, c);
     }
 }
 
@@ -195,18 +291,15 @@ pub fn invalidate_key(srv: &mut Server, current: &mut Client, by: ClientId, key:
         return;
     };
     tr.items -= ids.len();
+    let running = acting_client(srv, current);
     for id in ids {
-        let Some((on, noloop)) = srv.with_client(id, current, |c| {
-            c.tracking
-                .as_deref()
-                .map_or((false, false), |t| (!t.bcast, t.noloop))
-        }) else {
+        let Some(m) = mode(srv, current, id) else {
             continue;
         };
-        if !on || (noloop && id == current.id) {
+        if m.bcast || (m.noloop && id == running) {
             continue;
         }
-        if id == current.id {
+        if id == running {
             srv.ext.tracking.pending.push((id, Some(key.to_vec())));
         } else {
             send(srv, current, id, Payload::Keys(&[key]));
@@ -222,11 +315,10 @@ pub fn on_flush(srv: &mut Server, current: &mut Client) {
         let mut ids: Vec<ClientId> = srv.clients.keys().copied().collect();
         ids.sort_unstable();
         for id in ids {
-            let on = srv.with_client(id, current, |c| c.tracking.is_some());
-            if on != Some(true) {
+            if mode(srv, current, id).is_none() {
                 continue;
             }
-            if id == current.id {
+            if id == acting_client(srv, current) {
                 srv.ext.tracking.pending.push((id, None));
             } else {
                 send(srv, current, id, Payload::Null);
