@@ -16,7 +16,6 @@ pub fn dispatch(srv: &mut Server, client: &mut Client, args: &Args) {
     if args.is_empty() {
         return;
     }
-    crate::clock::begin_command();
     crate::server::tracking::before_dispatch(srv, client);
     let start_len = client.reply.len();
     // CLIENT REPLY: OFF drops replies until a command turns it back on (the
@@ -36,6 +35,9 @@ pub fn dispatch(srv: &mut Server, client: &mut Client, args: &Args) {
                 client.multi.as_mut().unwrap().queue.push(q);
                 client.reply.raw(b"+QUEUED\r\n");
             } else {
+                // The time the command sees (queued commands take theirs
+                // at EXEC; reading the clock is not free on every host).
+                crate::clock::begin_command();
                 call(srv, client, cmd, args, false);
                 after_command(srv, client);
             }

@@ -184,6 +184,9 @@ fn process(
     ranges: &mut Vec<(usize, usize)>,
     need: &mut usize,
 ) {
+    // Idle time counts from the last batch of requests read (one clock
+    // read per batch, as Redis uses its cached time).
+    let mut touched = false;
     loop {
         if c.blocked.is_some()
             || c.postponed
@@ -230,7 +233,10 @@ fn process(
                             return;
                         }
                     }
-                    c.last_interaction = std::time::Instant::now();
+                    if !touched {
+                        c.last_interaction = std::time::Instant::now();
+                        touched = true;
+                    }
                     if inline {
                         let argv = inline_argv(inbuf, ranges);
                         dispatch(srv, c, &argv.args());
