@@ -54,6 +54,7 @@ static PUBSUB_SUBCOMMANDS: &[CommandSpec] = &[
 /// Writes a (un)subscribe confirmation: `[word, name-or-null, count]` as a
 /// push in RESP3, an array in RESP2.
 fn confirm(c: &mut Client, word: &[u8], name: Option<&[u8]>, count: usize) {
+    let start = c.reply.len();
     let r = &mut c.reply;
     r.push(3);
     r.bulk(word);
@@ -62,6 +63,7 @@ fn confirm(c: &mut Client, word: &[u8], name: Option<&[u8]>, count: usize) {
         None => r.null(),
     }
     r.int(count as i64);
+    c.pushed.push((start, c.reply.len()));
 }
 
 /// The count a confirmation carries: shard subscriptions are counted apart.

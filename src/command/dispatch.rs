@@ -17,6 +17,7 @@ pub fn dispatch(srv: &mut Server, client: &mut Client, args: &Args) {
         return;
     }
     crate::server::tracking::before_dispatch(srv, client);
+    client.pushed.clear();
     let start_len = client.reply.len();
     // CLIENT REPLY: OFF drops replies until a command turns it back on (the
     // reply of CLIENT REPLY ON itself is sent); SKIP drops the next reply.
@@ -59,7 +60,7 @@ pub fn dispatch(srv: &mut Server, client: &mut Client, args: &Args) {
         ReplyMode::On => false,
     };
     if drop_reply {
-        client.reply.truncate(start_len);
+        crate::server::pubsub::drop_reply_keep_pushes(client, start_len);
     }
     crate::server::tracking::after_dispatch(client, args);
 }

@@ -151,7 +151,9 @@ fn deliver_to(
 ) -> bool {
     if id == current.id {
         if !cell.is_some_and(|c| c.kill.get()) {
+            let start = current.reply.len();
             write_frame(&mut current.reply, frame);
+            current.pushed.push((start, current.reply.len()));
             if current.reply.buf.len() as u64 >= floor || current.obuf_soft_since.is_some() {
                 enforce_output_limit(srv, current);
             }
@@ -210,6 +212,22 @@ fn deliver_all(
         *slot = list;
     }
     n
+}
+
+/// CLIENT REPLY OFF/SKIP: drops what the request wrote since `start`
+/// except push data (see `Client::pushed`).
+pub fn drop_reply_keep_pushes(c: &mut Client, start: usize) {
+    if c.pushed.is_empty() {
+        c.reply.truncate(start);
+        return;
+    }
+    let tail = c.reply.buf.split_off(start);
+    for &(s, e) in &c.pushed {
+        if s >= start && e <= start + tail.len() {
+            c.reply.raw(&tail[s - start..e - start]);
+        }
+    }
+    c.pushed.clear();
 }
 
 /// Delivers output stashed by [`deliver`] to clients that can take it now.
