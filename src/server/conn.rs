@@ -149,6 +149,9 @@ async fn flush<S: AsyncWrite + Unpin>(
         let mut rearm = false;
         while written < outbuf.len() {
             tokio::select! {
+                // The write first: when it completes at once (the common
+                // case) the wake-up future is never registered.
+                biased;
                 r = stream.write(&outbuf[written..]) => match r? {
                     0 => return Err(std::io::ErrorKind::WriteZero.into()),
                     n => written += n,

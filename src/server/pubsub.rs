@@ -416,3 +416,59 @@ fn enforce_output_limit(srv: &mut Server, c: &mut Client) {
     c.reply.buf.clear();
     c.close_after_reply = true;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resp::encode::Reply;
+
+    #[test]
+    fn frames_in_both_protocols() {
+        let f = frame(&[b"message", b"ch", b""]);
+        assert_eq!(&f[..], b"*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$0\r\n\r\n");
+        let mut r2 = Reply::new(2);
+        write_frame(&mut r2, &f);
+        assert_eq!(&r2.buf[..], &f[..]);
+        let mut r3 = Reply::new(3);
+        write_frame(&mut r3, &f);
+        assert_eq!(
+            &r3.buf[..],
+            b">3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$0\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn output_limits_parse_merge_and_format() {
+        let d = OutputLimits::default();
+        assert_eq!(
+            d.to_config_string(),
+            "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"
+        );
+        let l = d.parse_onto("PubSub 1mb 512kb 10 replica 1g 2k 0").unwrap();
+        assert_eq!(
+            l.pubsub,
+            OutputLimit {
+                hard: 1 << 20,
+                soft: 512 << 10,
+                soft_seconds: 10
+            }
+        );
+        assert_eq!(l.replica.hard, 1_000_000_000);
+        assert_eq!(l.normal, d.normal);
+        assert_eq!(d.parse_onto("").unwrap(), d);
+        assert!(d
+            .parse_onto("pubsub 1 2")
+            .unwrap_err()
+            .starts_with("Wrong number"));
+        assert!(d
+            .parse_onto("master 1 2 3")
+            .unwrap_err()
+            .starts_with("Invalid client class"));
+        assert!(d
+            .parse_onto("pubsub 1 2 -3")
+            .unwrap_err()
+            .starts_with("Error in hard"));
+        // One bad class rejects the whole value.
+        assert!(d.parse_onto("normal 1 1 1 pubsub x 1 1").is_err());
+    }
+}

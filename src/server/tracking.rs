@@ -477,3 +477,110 @@ fn send(srv: &mut Server, current: &mut Client, id: ClientId, payload: Payload) 
     f.extend_from_slice(&value);
     pubsub::deliver(srv, current, dest, &f);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::client::ConnKind;
+
+    /// xorshift64: enough randomness for a model test.
+    struct Prng(u64);
+    impl Prng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+    }
+
+    fn client(id: ClientId) -> Client {
+        Client::new(id, String::new(), String::new(), ConnKind::Tcp, false)
+    }
+
+    /// Random reads, writes and mode switches of a few clients against a
+    /// model (key -> readers since its last change): the table holds exactly
+    /// the model's pairs, `items` counts them, and a change empties a key.
+    #[test]
+    fn table_matches_a_model() {
+        let mut srv = Server::new(crate::Config::default());
+        let mut clients: Vec<Client> = (1..=4).map(client).collect();
+        let mut model: std::collections::BTreeMap<Vec<u8>, BTreeSet<ClientId>> = Default::default();
+        let mut rng = Prng(0x9E37_79B9_7F4A_7C15);
+        for _ in 0..5000 {
+            let ci = (rng.next() % 4) as usize;
+            let key = format!("k{}", rng.next() % 12).into_bytes();
+            match rng.next() % 6 {
+                0 => {
+                    let on = clients[ci].tracking.is_some();
+                    if on {
+                        disable(&mut srv, &mut clients[ci]);
+                    } else {
+                        let o = Options {
+                            redirect: 0,
+                            bcast: false,
+                            optin: false,
+                            optout: false,
+                            noloop: false,
+                            prefixes: Vec::new(),
+                        };
+                        enable(&mut srv, &mut clients[ci], o);
+                    }
+                }
+                1 | 2 | 3 => {
+                    let c = &clients[ci];
+                    if c.tracking.is_some() {
+                        model.entry(key.clone()).or_default().insert(c.id);
+                    }
+                    remember_keys(&mut srv, c, std::iter::once(key));
+                }
+                _ => {
+                    let by = clients[ci].id;
+                    invalidate_key(&mut srv, &mut clients[ci], by, &key);
+                    model.remove(&key);
+                    srv.ext.tracking.pending.clear();
+                }
+            }
+            let tr = &srv.ext.tracking;
+            let table: std::collections::BTreeMap<Vec<u8>, BTreeSet<ClientId>> = tr
+                .table
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            assert_eq!(table, model);
+            assert_eq!(tr.items, model.values().map(|s| s.len()).sum::<usize>());
+            assert_eq!(
+                tr.clients,
+                clients.iter().filter(|c| c.tracking.is_some()).count()
+            );
+        }
+    }
+
+    #[test]
+    fn bcast_prefix_buckets_follow_their_clients() {
+        let mut srv = Server::new(crate::Config::default());
+        let mut a = client(1);
+        let mut b = client(2);
+        let opts = |p: &[&str]| Options {
+            redirect: 0,
+            bcast: true,
+            optin: false,
+            optout: false,
+            noloop: false,
+            prefixes: p.iter().map(|s| s.as_bytes().to_vec()).collect(),
+        };
+        enable(&mut srv, &mut a, opts(&["user:", "job:"]));
+        enable(&mut srv, &mut b, opts(&["user:"]));
+        assert_eq!(srv.ext.tracking.totals().2, 2);
+        invalidate_key(&mut srv, &mut a, 1, b"user:7");
+        invalidate_key(&mut srv, &mut a, 1, b"other");
+        let bucket = &srv.ext.tracking.prefixes[&b"user:"[..]];
+        assert_eq!(bucket.keys.len(), 1);
+        assert_eq!(bucket.clients.len(), 2);
+        disable(&mut srv, &mut a);
+        assert_eq!(srv.ext.tracking.totals().2, 1);
+        disable(&mut srv, &mut b);
+        assert!(srv.ext.tracking.idle());
+        assert_eq!(srv.ext.tracking.clients, 0);
+    }
+}
