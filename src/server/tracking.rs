@@ -527,7 +527,7 @@ mod tests {
                         enable(&mut srv, &mut clients[ci], o);
                     }
                 }
-                1 | 2 | 3 => {
+                1..=3 => {
                     let c = &clients[ci];
                     if c.tracking.is_some() {
                         model.entry(key.clone()).or_default().insert(c.id);
