@@ -498,3 +498,44 @@ fn shutdown_stops_the_server() {
     assert!(r.closed_within(Duration::from_secs(10)));
     h.wait();
 }
+
+#[test]
+fn config_set_port_and_bind_rebind_the_listener() {
+    let h = start();
+    let mut r = Raw::connect(&h);
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let busy_port = busy.local_addr().unwrap().port().to_string();
+    // redis-server 7.0.15's errors; the old listener keeps serving.
+    assert_eq!(
+        cmd(&mut r, &["CONFIG", "SET", "port", &busy_port]),
+        Value::Error(b"ERR CONFIG SET failed (possibly related to argument 'port') - Unable to listen on this port. Check server logs.".to_vec())
+    );
+    assert_eq!(
+        cmd(&mut r, &["CONFIG", "SET", "bind", "192.0.2.123"]),
+        Value::Error(b"ERR CONFIG SET failed (possibly related to argument 'bind') - Failed to bind to specified addresses.".to_vec())
+    );
+    assert!(std::net::TcpStream::connect(h.addr()).is_ok());
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let new_port = free.local_addr().unwrap().port();
+    drop(free);
+    assert_eq!(
+        cmd(&mut r, &["CONFIG", "SET", "port", &new_port.to_string()]),
+        Value::Simple(b"OK".to_vec())
+    );
+    // New connections go to the new port; this connection stays open.
+    let mut n = Raw {
+        s: std::net::TcpStream::connect(("127.0.0.1", new_port)).unwrap(),
+        buf: Vec::new(),
+    };
+    assert_eq!(cmd(&mut n, &["PING"]), Value::Simple(b"PONG".to_vec()));
+    assert_eq!(cmd(&mut r, &["PING"]), Value::Simple(b"PONG".to_vec()));
+    let mut refused = false;
+    for _ in 0..200 {
+        if std::net::TcpStream::connect(h.addr()).is_err() {
+            refused = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(refused, "the old port stops accepting");
+}
