@@ -143,11 +143,7 @@ fn set(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 fn protected_allowed(ctx: &Ctx) -> bool {
     match ctx.srv.config.get("enable-protected-configs") {
         Some("yes") => true,
-        Some("local") => {
-            ctx.client.conn_kind == crate::server::client::ConnKind::Unix
-                || ctx.client.addr.starts_with("127.")
-                || ctx.client.addr.starts_with("[::1]")
-        }
+        Some("local") => super::is_local(ctx.client),
         _ => false,
     }
 }

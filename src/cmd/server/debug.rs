@@ -5,7 +5,6 @@ use crate::command::flags::*;
 use crate::command::{Args, CommandSpec};
 use crate::db::Value as DbValue;
 use crate::error::{CmdResult, Error};
-use crate::server::client::ConnKind;
 use crate::server::Ctx;
 
 pub static MEMORY_SUBS: &[CommandSpec] = &[
@@ -44,11 +43,7 @@ const DEBUG_REFUSED: &str = "DEBUG command not allowed. If the enable-debug-comm
 pub fn debug(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let allowed = match ctx.srv.config.enable_debug {
         1 => true,
-        2 => {
-            ctx.client.conn_kind == ConnKind::Unix
-                || ctx.client.addr.starts_with("127.")
-                || ctx.client.addr.starts_with("[::1]")
-        }
+        2 => super::is_local(ctx.client),
         _ => false,
     };
     if !allowed {
