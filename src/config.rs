@@ -128,6 +128,10 @@ pub struct Config {
     pub obuf_limits: crate::server::pubsub::OutputLimits,
     /// `tracking-table-max-keys` (client-side caching).
     pub tracking_table_max_keys: u64,
+    // Sorted-set encodings and HyperLogLog (zset family).
+    pub zset_max_listpack_entries: usize,
+    pub zset_max_listpack_value: usize,
+    pub hll_sparse_max_bytes: usize,
 }
 
 impl Default for Config {
@@ -162,6 +166,9 @@ impl Default for Config {
             set_max_intset_entries: 512,
             obuf_limits: Default::default(),
             tracking_table_max_keys: 1_000_000,
+            zset_max_listpack_entries: 128,
+            zset_max_listpack_value: 64,
+            hll_sparse_max_bytes: 3000,
         };
         for prm in PARAMS {
             c.values.insert(prm.name, prm.default.to_string());
@@ -478,6 +485,9 @@ impl Config {
                     .unwrap_or_default()
             }
             "tracking-table-max-keys" => self.tracking_table_max_keys = int().max(0) as u64,
+            "zset-max-listpack-entries" => self.zset_max_listpack_entries = int().max(0) as usize,
+            "zset-max-listpack-value" => self.zset_max_listpack_value = int().max(0) as usize,
+            "hll-sparse-max-bytes" => self.hll_sparse_max_bytes = int().max(0) as usize,
             _ => {}
         }
     }

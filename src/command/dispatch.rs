@@ -206,6 +206,8 @@ pub fn call(
     in_exec: bool,
 ) -> bool {
     let started = Instant::now();
+    // CLIENT NO-TOUCH: lookups by this client leave LRU/LFU metadata alone.
+    crate::db::set_no_touch(client.no_touch);
     notify::sync_db_mask(srv);
     let reply_start = client.reply.len();
     let mut cursor = Args::new_at(args, if cmd.spec.name.contains('|') { 2 } else { 1 });

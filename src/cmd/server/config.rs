@@ -174,6 +174,14 @@ fn runtime_check(ctx: &mut Ctx, name: &str, before: &crate::config::Config) -> R
     for h in ctx.srv.ext.tcp_accepts.drain(..) {
         h.abort();
     }
+    // The busy-script poller accepts on raw fds: give it the new sockets.
+    let script = &mut ctx.srv.ext.script;
+    script.listeners.retain(|(_, unix)| unix.is_some());
+    script.listeners.extend(
+        listeners
+            .iter()
+            .map(|l| (std::os::fd::AsRawFd::as_raw_fd(l), None)),
+    );
     ctx.srv.ext.tcp_accepts = listeners
         .into_iter()
         .map(|l| crate::server::listener::spawn_tcp_accept(&me, l))

@@ -166,8 +166,8 @@ fn store_keys(args: &Args) -> Vec<usize> {
 pub fn limits(ctx: &Ctx) -> Limits {
     let c = &ctx.srv.config;
     Limits {
-        entries: c.get_i64("zset-max-listpack-entries").max(0) as usize,
-        value: c.get_i64("zset-max-listpack-value").max(0) as usize,
+        entries: c.zset_max_listpack_entries,
+        value: c.zset_max_listpack_value,
     }
 }
 
