@@ -137,6 +137,9 @@ fn client_list_fields_and_filters() {
     );
     assert!(lines[0].starts_with(&format!("id={id_a} addr=127.0.0.1:")));
     assert!(lines[0].contains(" cmd=client|list "), "{}", lines[0]);
+    // redis-server 7.0.15 shows argv-mem=10 for its own `CLIENT LIST` ("client" + "list").
+    assert!(lines[0].contains(" argv-mem=10 "), "{}", lines[0]);
+    assert!(lines[1].contains(" argv-mem=0 "), "{}", lines[1]);
     assert!(lines[1].contains(" name=bee "));
     let only_b = bulk(&cmd(&mut a, &["CLIENT", "LIST", "ID", &id_b.to_string()]));
     assert_eq!(only_b.lines().count(), 1);
