@@ -79,6 +79,8 @@ pub static ACTED: &[&str] = &[
     "zset-max-listpack-entries",
     "zset-max-listpack-value",
     "busy-reply-threshold",
+    "latency-tracking",
+    "latency-tracking-info-percentiles",
     "client-output-buffer-limit",
     "tracking-table-max-keys",
 ];
@@ -119,6 +121,8 @@ pub struct Config {
     pub slowlog_max_len: usize,
     /// `enable-debug-command`: 0 no, 1 yes, 2 local.
     pub enable_debug: u8,
+    /// `latency-tracking`: per-command histograms for INFO latencystats.
+    pub latency_tracking: bool,
     // Collection encodings (lists, hashes, sets family).
     pub list_max_listpack_size: i64,
     pub hash_max_listpack_entries: usize,
@@ -160,6 +164,7 @@ impl Default for Config {
             slowlog_log_slower_than: 10000,
             slowlog_max_len: 128,
             enable_debug: 0,
+            latency_tracking: true,
             list_max_listpack_size: -2,
             hash_max_listpack_entries: 128,
             hash_max_listpack_value: 64,
@@ -469,6 +474,7 @@ impl Config {
             "hz" => self.hz = int().clamp(1, 500) as u32,
             "slowlog-log-slower-than" => self.slowlog_log_slower_than = int(),
             "slowlog-max-len" => self.slowlog_max_len = int().max(0) as usize,
+            "latency-tracking" => self.latency_tracking = v == "yes",
             "enable-debug-command" => {
                 self.enable_debug = ["no", "yes", "local"]
                     .iter()

@@ -398,7 +398,30 @@ fn info_sections_and_stats() {
     );
     let every = bulk(&cmd(&mut r, &["INFO", "everything"]));
     assert!(every.contains("# Commandstats") && every.contains("# Keyspace"));
+    let lat = bulk(&cmd(&mut r, &["INFO", "latencystats"]));
+    assert!(lat.starts_with("# Latencystats\r\n"), "{lat}");
+    let set_line = lat
+        .lines()
+        .find(|l| l.starts_with("latency_percentiles_usec_set:"))
+        .unwrap();
+    let fields: Vec<&str> = set_line.split(':').nth(1).unwrap().split(',').collect();
+    assert_eq!(fields.len(), 3);
+    assert!(
+        fields[0].starts_with("p50=")
+            && fields[1].starts_with("p99=")
+            && fields[2].starts_with("p99.9=")
+    );
+    assert!(fields[0][4..].parse::<f64>().is_ok());
+    cmd(
+        &mut r,
+        &["CONFIG", "SET", "latency-tracking-info-percentiles", "90"],
+    );
+    let lat = bulk(&cmd(&mut r, &["INFO", "latencystats"]));
+    assert!(lat.contains("latency_percentiles_usec_set:p90="), "{lat}");
+    assert!(!bulk(&cmd(&mut r, &["INFO"])).contains("# Latencystats"));
+    assert!(bulk(&cmd(&mut r, &["INFO", "all"])).contains("# Latencystats"));
     cmd(&mut r, &["CONFIG", "RESETSTAT"]);
+    assert!(!bulk(&cmd(&mut r, &["INFO", "latencystats"])).contains("usec_set:"));
     let stats = bulk(&cmd(&mut r, &["INFO", "commandstats"]));
     assert!(!stats.contains("cmdstat_set"), "{stats}");
 }

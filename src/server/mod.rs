@@ -53,6 +53,8 @@ pub struct Server {
 pub struct Extensions {
     /// SLOWLOG entries (server family).
     pub slowlog: crate::cmd::server::slowlog::SlowLog,
+    /// Per-command latency histograms for INFO latencystats (server family).
+    pub latency: crate::cmd::server::latency::Latency,
     /// The TCP accept loops, stopped and replaced by CONFIG SET port/bind (server family).
     pub tcp_accepts: Vec<tokio::task::AbortHandle>,
     /// The `bind` addresses and port those loops listen on.

@@ -6,6 +6,7 @@ mod command;
 mod config;
 mod debug;
 pub mod info;
+pub mod latency;
 pub mod slowlog;
 
 use crate::command::flags::*;
