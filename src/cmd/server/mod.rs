@@ -1,5 +1,5 @@
 //! Server commands: CONFIG, CLIENT, COMMAND, INFO, SLOWLOG, MEMORY, DEBUG,
-//! TIME, LASTSAVE, MONITOR, SHUTDOWN.
+//! TIME, LASTSAVE, ROLE, MONITOR, SHUTDOWN.
 
 mod client;
 mod command;
@@ -25,6 +25,7 @@ pub static SPECS: &[CommandSpec] = &[
     CommandSpec::new("info", -1, LOADING | STALE, (0, 0, 0), info::info),
     CommandSpec::new("time", 1, LOADING | STALE | FAST, (0, 0, 0), time),
     CommandSpec::new("lastsave", 1, LOADING | STALE | FAST, (0, 0, 0), lastsave),
+    CommandSpec::new("role", 1, NOSCRIPT | LOADING | STALE | FAST, (0, 0, 0), role),
     CommandSpec::new("monitor", 1, ADMIN_SUB, (0, 0, 0), monitor),
     CommandSpec::container("slowlog", -2, slowlog::SUBS),
     CommandSpec::container("memory", -2, debug::MEMORY_SUBS),
@@ -88,6 +89,20 @@ fn time(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
 fn lastsave(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
     let t = ctx.srv.last_save_unix;
     ctx.out().int(t);
+    Ok(())
+}
+
+/// ```text
+/// ROLE
+/// ```
+/// Array: `master`, the replication offset (0), and the replicas (none):
+/// Oxidis is always a master without replicas.
+fn role(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
+    let out = ctx.out();
+    out.array(3);
+    out.bulk(b"master");
+    out.int(0);
+    out.empty_array();
     Ok(())
 }
 
