@@ -86,6 +86,7 @@ pub static ACTED: &[&str] = &[
     "zset-max-listpack-value",
     "busy-reply-threshold",
     "latency-tracking",
+    "latency-monitor-threshold",
     "latency-tracking-info-percentiles",
     "client-output-buffer-limit",
     "tracking-table-max-keys",
@@ -129,6 +130,8 @@ pub struct Config {
     pub enable_debug: u8,
     /// `latency-tracking`: per-command histograms for INFO latencystats.
     pub latency_tracking: bool,
+    /// `latency-monitor-threshold` in milliseconds; 0 disables the latency monitor.
+    pub latency_monitor_threshold: u64,
     // Collection encodings (lists, hashes, sets family).
     pub list_max_listpack_size: i64,
     pub hash_max_listpack_entries: usize,
@@ -171,6 +174,7 @@ impl Default for Config {
             slowlog_max_len: 128,
             enable_debug: 0,
             latency_tracking: true,
+            latency_monitor_threshold: 0,
             list_max_listpack_size: -2,
             hash_max_listpack_entries: 128,
             hash_max_listpack_value: 64,
@@ -357,6 +361,7 @@ impl Config {
             "slowlog-log-slower-than" => self.slowlog_log_slower_than = int(),
             "slowlog-max-len" => self.slowlog_max_len = int().max(0) as usize,
             "latency-tracking" => self.latency_tracking = v == "yes",
+            "latency-monitor-threshold" => self.latency_monitor_threshold = int().max(0) as u64,
             "enable-debug-command" => {
                 self.enable_debug = ["no", "yes", "local"]
                     .iter()

@@ -565,3 +565,66 @@ fn config_set_port_and_bind_rebind_the_listener() {
     }
     assert!(refused, "the old port stops accepting");
 }
+
+#[test]
+fn latency_monitor_and_histogram() {
+    let h = start_with(&[
+        "--enable-debug-command",
+        "yes",
+        "--latency-monitor-threshold",
+        "1",
+    ]);
+    let mut r = Raw::connect(&h);
+    cmd(&mut r, &["DEBUG", "SLEEP", "0.02"]);
+    let Value::Array(latest) = cmd(&mut r, &["LATENCY", "LATEST"]) else {
+        panic!()
+    };
+    assert_eq!(latest.len(), 1);
+    let Value::Array(e) = &latest[0] else {
+        panic!()
+    };
+    assert_eq!(bulk(&e[0]), "command");
+    let (Value::Int(latest_ms), Value::Int(max_ms)) = (&e[2], &e[3]) else {
+        panic!()
+    };
+    assert!(*latest_ms >= 20 && max_ms >= latest_ms, "{e:?}");
+    let Value::Array(hist) = cmd(&mut r, &["LATENCY", "HISTORY", "command"]) else {
+        panic!()
+    };
+    assert_eq!(hist.len(), 1);
+    assert_eq!(
+        cmd(&mut r, &["LATENCY", "RESET", "command", "nosuch"]),
+        Value::Int(1)
+    );
+    assert_eq!(cmd(&mut r, &["LATENCY", "LATEST"]), Value::Array(vec![]));
+    cmd(&mut r, &["SET", "k", "v"]);
+    cmd(&mut r, &["SET", "k", "w"]);
+    let Value::Array(m) = cmd(&mut r, &["LATENCY", "HISTOGRAM", "SET"]) else {
+        panic!()
+    };
+    assert_eq!(bulk(&m[0]), "set");
+    let Value::Array(fields) = &m[1] else {
+        panic!()
+    };
+    assert_eq!(bulk(&fields[0]), "calls");
+    assert_eq!(fields[1], Value::Int(2));
+    let Value::Array(buckets) = &fields[3] else {
+        panic!()
+    };
+    // Cumulative counts over power-of-two bounds end at every call.
+    assert_eq!(buckets.last(), Some(&Value::Int(2)));
+    let bounds: Vec<i64> = buckets
+        .iter()
+        .step_by(2)
+        .map(|v| match v {
+            Value::Int(n) => *n,
+            _ => 0,
+        })
+        .collect();
+    assert!(
+        bounds
+            .iter()
+            .all(|b| [1, 2, 4, 8, 16, 32, 65, 131, 262, 524, 1048, 2097].contains(b) || *b > 2097),
+        "{bounds:?}"
+    );
+}

@@ -229,7 +229,7 @@ pub fn call(
     }
     let elapsed = started.elapsed();
     let elapsed_us = elapsed.as_micros() as u64;
-    crate::cmd::server::latency::record(srv, cmd.id, elapsed.as_nanos() as u64);
+    crate::cmd::server::latency::record(srv, cmd.id, cmd.spec, elapsed.as_nanos() as u64);
     notify::flush_before_reply(srv, client, reply_start);
     if client.tracking.is_some() && cmd.spec.has(flags::READONLY) {
         crate::server::tracking::remember_read(srv, client, cmd.spec, args);

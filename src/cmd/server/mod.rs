@@ -1,4 +1,4 @@
-//! Server commands: CONFIG, CLIENT, COMMAND, INFO, SLOWLOG, MEMORY, DEBUG,
+//! Server commands: CONFIG, CLIENT, COMMAND, INFO, SLOWLOG, LATENCY, MEMORY, DEBUG,
 //! TIME, LASTSAVE, ROLE, MONITOR, SHUTDOWN.
 
 mod client;
@@ -25,10 +25,17 @@ pub static SPECS: &[CommandSpec] = &[
     CommandSpec::new("info", -1, LOADING | STALE, (0, 0, 0), info::info),
     CommandSpec::new("time", 1, LOADING | STALE | FAST, (0, 0, 0), time),
     CommandSpec::new("lastsave", 1, LOADING | STALE | FAST, (0, 0, 0), lastsave),
-    CommandSpec::new("role", 1, NOSCRIPT | LOADING | STALE | FAST, (0, 0, 0), role),
+    CommandSpec::new(
+        "role",
+        1,
+        NOSCRIPT | LOADING | STALE | FAST,
+        (0, 0, 0),
+        role,
+    ),
     CommandSpec::new("monitor", 1, ADMIN_SUB, (0, 0, 0), monitor),
     CommandSpec::container("slowlog", -2, slowlog::SUBS),
     CommandSpec::container("memory", -2, debug::MEMORY_SUBS),
+    CommandSpec::container("latency", -2, latency::SUBS),
     CommandSpec::new("debug", -2, ADMIN_SUB, (0, 0, 0), debug::debug),
     CommandSpec::new(
         "shutdown",
