@@ -215,6 +215,11 @@ fn client_pause_holds_commands_until_unpause() {
     // Reads go on during a WRITE pause; the write waits.
     assert_eq!(bulk(&cmd(&mut reader, &["GET", "k"])), "before");
     assert_eq!(writer.try_read_raw(Duration::from_millis(200)), None);
+    // Errors that come before the pause check in Redis are answered at once.
+    assert_eq!(
+        cmd(&mut reader, &["SET", "k"]),
+        Value::Error(b"ERR wrong number of arguments for 'set' command".to_vec())
+    );
     assert_eq!(bulk(&cmd(&mut reader, &["GET", "k"])), "before");
     assert_eq!(
         cmd(&mut ctl, &["CLIENT", "UNPAUSE"]),

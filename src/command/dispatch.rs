@@ -75,12 +75,16 @@ pub fn must_postpone(srv: &mut Server, client: &Client, args: &Args) -> bool {
     if client.conn_kind == crate::server::client::ConnKind::Script || args.is_empty() {
         return false;
     }
-    if !p.write_only {
-        return true;
-    }
+    // Errors Redis gives before the pause check (unknown command, arity, auth) are not held back.
     let Ok(cmd) = resolve(args) else {
         return false;
     };
+    if !cmd.spec.arity_ok(args.len()) || (!client.authenticated && !cmd.spec.has(flags::NO_AUTH)) {
+        return false;
+    }
+    if !p.write_only {
+        return true;
+    }
     let writes = flags::WRITE | flags::MAY_REPLICATE;
     if cmd.spec.has(writes) {
         return true;
