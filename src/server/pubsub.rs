@@ -155,7 +155,7 @@ fn deliver_to(
             write_frame(&mut current.reply, frame);
             current.pushed.push((start, current.reply.len()));
             if current.reply.buf.len() as u64 >= floor || current.obuf_soft_since.is_some() {
-                enforce_output_limit(srv, current);
+                enforce_output_limit(srv, current, true);
             }
         }
         return true;
@@ -173,7 +173,7 @@ fn deliver_to(
             let was_empty = c.reply.buf.is_empty();
             write_frame(&mut c.reply, frame);
             if c.reply.buf.len() as u64 >= floor || c.obuf_soft_since.is_some() {
-                enforce_output_limit(srv, &mut c);
+                enforce_output_limit(srv, &mut c, false);
             }
             if was_empty {
                 cell.wake.notify_one();
@@ -217,7 +217,10 @@ fn deliver_all(
 /// CLIENT REPLY OFF/SKIP: drops what the request wrote since `start`
 /// except push data (see `Client::pushed`).
 pub fn drop_reply_keep_pushes(c: &mut Client, start: usize) {
-    if c.pushed.is_empty() {
+    // (The buffer may have been emptied meanwhile: a client over its
+    // output limit loses its pending output.)
+    if c.pushed.is_empty() || c.reply.buf.len() < start {
+        c.pushed.clear();
         c.reply.truncate(start);
         return;
     }
@@ -364,7 +367,7 @@ pub fn check_output_limit(srv: &mut Server, c: &mut Client) {
     if (c.reply.buf.len() as u64) < limit_floor(srv) && c.obuf_soft_since.is_none() {
         return;
     }
-    enforce_output_limit(srv, c);
+    enforce_output_limit(srv, c, true);
 }
 
 /// The smallest non-zero limit of the classes checked: output below it
@@ -378,7 +381,10 @@ fn limit_floor(srv: &Server) -> u64 {
         .unwrap_or(u64::MAX)
 }
 
-fn enforce_output_limit(srv: &mut Server, c: &mut Client) {
+/// `running`: the client's own command is executing, so its buffer stays
+/// as it is (a reply may be half written); it is dropped with the
+/// connection, and nothing more is queued for it meanwhile.
+fn enforce_output_limit(srv: &mut Server, c: &mut Client, running: bool) {
     let subscribed = c.subscription_count() > 0 || !c.shard_channels.is_empty();
     let limit = if subscribed {
         srv.config.obuf_limits.pubsub
@@ -413,7 +419,9 @@ fn enforce_output_limit(srv: &mut Server, c: &mut Client) {
         "Client id={} addr={} scheduled to be closed ASAP for overcoming of output buffer limits.",
         c.id, c.addr
     ));
-    c.reply.buf.clear();
+    if !running {
+        c.reply.buf.clear();
+    }
     c.close_after_reply = true;
 }
 
