@@ -231,11 +231,21 @@ impl Db {
         self.keys.get(key)
     }
 
-    /// Looks a key up like a write would (expiring it first) without
-    /// recording an access: OBJECT's `LOOKUP_NOTOUCH`.
+    /// OBJECT's lookup (`LOOKUP_NOTOUCH | LOOKUP_NONOTIFY`): expires the key
+    /// if due and counts a hit or miss, without recording an access or
+    /// raising `keymiss`.
     pub fn lookup_no_touch(&mut self, key: &[u8]) -> Option<&Entry> {
         self.expire_if_needed(key);
-        self.keys.get(key)
+        match self.keys.get(key) {
+            Some(e) => {
+                self.hits += 1;
+                Some(e)
+            }
+            None => {
+                self.misses += 1;
+                None
+            }
+        }
     }
 
     /// Looks a key up the way Redis's `LOOKUP_NOTOUCH` reads do (TYPE, EXISTS,
@@ -250,6 +260,10 @@ impl Db {
             }
             None => {
                 self.misses += 1;
+                if self.event_mask & notify::KEY_MISS != 0 {
+                    self.key_events
+                        .push((notify::KEY_MISS, "keymiss", key.into()));
+                }
                 None
             }
         }
@@ -272,6 +286,9 @@ impl Db {
     /// Wakes clients waiting on it, like [`Db::add_new`].
     pub fn put(&mut self, key: &[u8], entry: Entry, expire_at: Option<i64>) {
         let k: Box<[u8]> = key.into();
+        if self.event_mask & notify::NEW != 0 {
+            self.key_events.push((notify::NEW, "new", k.clone()));
+        }
         if !self.waiters.is_empty() && self.waiters.contains_key(key) {
             self.ready.push(k.clone());
         }
