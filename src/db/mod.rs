@@ -449,19 +449,32 @@ impl Db {
     /// watched key of either database that exists in either one), and marks
     /// keys that clients wait on and that now exist as ready.
     pub fn swap_data(&mut self, other: &mut Db) {
-        fn touch_watched(
-            watched: &mut HashMap<Box<[u8]>, Watched>,
-            a: &Dict<Entry>,
-            b: &Dict<Entry>,
-        ) {
+        // A watched key is touched when it exists on either side. When
+        // neither side holds a live value (an expired key leaves, and nothing
+        // or another expired key comes in) it also counts as a stale
+        // deletion: no logical change for a client that WATCHed it expired.
+        fn live(keys: &Dict<Entry>, expires: &Dict<i64>, k: &[u8], now: i64) -> bool {
+            keys.contains_key(k) && !expires.get(k).is_some_and(|&at| at <= now)
+        }
+        fn touch_watched(db: &mut Db, other: &Db, now: i64) {
+            let Db {
+                keys,
+                expires,
+                watched,
+                ..
+            } = db;
             for (k, w) in watched.iter_mut() {
-                if a.contains_key(k) || b.contains_key(k) {
+                if keys.contains_key(k) || other.keys.contains_key(k) {
                     w.version += 1;
+                    if !live(keys, expires, k, now) && !live(&other.keys, &other.expires, k, now) {
+                        w.stale_deletes += 1;
+                    }
                 }
             }
         }
-        touch_watched(&mut self.watched, &self.keys, &other.keys);
-        touch_watched(&mut other.watched, &other.keys, &self.keys);
+        let now = clock::now_ms();
+        touch_watched(self, other, now);
+        touch_watched(other, self, now);
         std::mem::swap(&mut self.keys, &mut other.keys);
         std::mem::swap(&mut self.expires, &mut other.expires);
         for db in [self, other] {
@@ -637,6 +650,32 @@ mod tests {
             n = f;
         }
         assert!(n > LFU_INIT_VAL + 1, "the counter grows logarithmically");
+    }
+
+    /// SWAPDB touches watched keys present on either side; an expired key
+    /// replaced by nothing live is a stale deletion (Redis 7.0 multi.tcl:
+    /// "SWAPDB does not touch watched stale keys").
+    #[test]
+    fn swap_touches_watched_keys() {
+        let mut a = Db::new(0);
+        let mut b = Db::new(1);
+        a.set(b"stale", s("v"));
+        a.set_expire(b"stale", 1);
+        a.set(b"live", s("v"));
+        b.set(b"theirs", s("v"));
+        for k in [&b"stale"[..], b"live", b"theirs", b"nowhere"] {
+            a.watched.insert(k.into(), Watched::default());
+        }
+        a.swap_data(&mut b);
+        let w = |k: &[u8]| {
+            let w = &a.watched[k];
+            (w.version, w.stale_deletes)
+        };
+        assert_eq!(w(b"stale"), (1, 1));
+        assert_eq!(w(b"live"), (1, 0));
+        assert_eq!(w(b"theirs"), (1, 0));
+        assert_eq!(w(b"nowhere"), (0, 0));
+        assert!(a.peek(b"theirs").is_some() && b.peek(b"live").is_some());
     }
 
     /// RENAME-style take/put keeps value, expiry and metadata.
