@@ -454,7 +454,7 @@ impl Db {
         // or another expired key comes in) it also counts as a stale
         // deletion: no logical change for a client that WATCHed it expired.
         fn live(keys: &Dict<Entry>, expires: &Dict<i64>, k: &[u8], now: i64) -> bool {
-            keys.contains_key(k) && !expires.get(k).is_some_and(|&at| at <= now)
+            keys.contains_key(k) && expires.get(k).is_none_or(|&at| at > now)
         }
         fn touch_watched(db: &mut Db, other: &Db, now: i64) {
             let Db {
