@@ -285,14 +285,8 @@ impl Db {
     /// (RENAME, MOVE keep the object, so idle time and LFU counter carry over).
     /// Wakes clients waiting on it, like [`Db::add_new`].
     pub fn put(&mut self, key: &[u8], entry: Entry, expire_at: Option<i64>) {
-        let k: Box<[u8]> = key.into();
-        if self.event_mask & notify::NEW != 0 {
-            self.key_events.push((notify::NEW, "new", k.clone()));
-        }
-        if !self.waiters.is_empty() && self.waiters.contains_key(key) {
-            self.ready.push(k.clone());
-        }
-        self.keys.insert_new(k, entry);
+        self.announce_new(key);
+        self.keys.insert_new_slice(key, entry);
         if let Some(at) = expire_at {
             self.expires.insert(key, at);
         }
@@ -339,14 +333,20 @@ impl Db {
 
     /// Adds a key known to be absent (Redis's `dbAdd`): wakes clients waiting on it.
     pub fn add_new(&mut self, key: &[u8], val: Value) {
-        let k: Box<[u8]> = key.into();
+        self.announce_new(key);
+        self.keys.insert_new_slice(key, Entry::new(val));
+    }
+
+    /// What `dbAdd` does besides adding: the `new` event, and waking
+    /// clients blocked on the key.
+    #[inline]
+    fn announce_new(&mut self, key: &[u8]) {
         if self.event_mask & notify::NEW != 0 {
-            self.key_events.push((notify::NEW, "new", k.clone()));
+            self.key_events.push((notify::NEW, "new", key.into()));
         }
         if !self.waiters.is_empty() && self.waiters.contains_key(key) {
-            self.ready.push(k.clone());
+            self.ready.push(key.into());
         }
-        self.keys.insert_new(k, Entry::new(val));
     }
 
     /// The value at `key`, created by `make` when absent. The bool says whether it was created.
