@@ -75,12 +75,16 @@ pub fn must_postpone(srv: &mut Server, client: &Client, args: &Args) -> bool {
     if client.conn_kind == crate::server::client::ConnKind::Script || args.is_empty() {
         return false;
     }
-    if !p.write_only {
-        return true;
-    }
+    // Errors Redis gives before the pause check (unknown command, arity, auth) are not held back.
     let Ok(cmd) = resolve(args) else {
         return false;
     };
+    if !cmd.spec.arity_ok(args.len()) || (!client.authenticated && !cmd.spec.has(flags::NO_AUTH)) {
+        return false;
+    }
+    if !p.write_only {
+        return true;
+    }
     let writes = flags::WRITE | flags::MAY_REPLICATE;
     if cmd.spec.has(writes) {
         return true;
@@ -226,7 +230,9 @@ pub fn call(
         srv.stats.error(e.code());
         srv.stats.cmd(cmd.id).failed += 1;
     }
-    let elapsed_us = started.elapsed().as_micros() as u64;
+    let elapsed = started.elapsed();
+    let elapsed_us = elapsed.as_micros() as u64;
+    crate::cmd::server::latency::record(srv, cmd.id, cmd.spec, elapsed.as_nanos() as u64);
     notify::flush_before_reply(srv, client, reply_start);
     if client.tracking.is_some() && cmd.spec.has(flags::READONLY) {
         crate::server::tracking::remember_read(srv, client, cmd.spec, args);
