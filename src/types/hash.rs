@@ -146,6 +146,13 @@ impl Hash {
         new
     }
 
+    /// Drops spare capacity after a write (small hashes are many: no slack).
+    pub fn fit(&mut self) {
+        if let Hash::Pack { buf, .. } = self {
+            pack::fit(buf);
+        }
+    }
+
     /// Removes a field; true when it was there.
     pub fn remove(&mut self, field: &[u8]) -> bool {
         match self {
