@@ -20,7 +20,9 @@ pub fn parse_timeout(arg: &[u8]) -> Result<i64, Error> {
     let v = parse_long_double(arg)
         .ok_or_else(|| Error::msg("timeout is not a float or out of range"))?;
     let ms = (v * 1000.0).ceil();
-    if !(-9.223_372_036_854_775_808e18..9.223_372_036_854_775_808e18).contains(&ms) || ms < 0.0 {
+    // 2^63: the first value a C cast to long long cannot hold.
+    const LIMIT: f64 = 9_223_372_036_854_775_808.0;
+    if !(0.0..LIMIT).contains(&ms) {
         return Err(Error::msg("timeout is negative"));
     }
     Ok(ms as i64)
