@@ -122,6 +122,10 @@ pub fn time_out(srv: &mut Server, client: &mut Client) {
 /// until no key is ready any more (serving one may make another ready).
 pub fn serve_ready(srv: &mut Server, current: &mut Client) {
     loop {
+        // The common case, after every command: nothing became ready.
+        if srv.ks.dbs.iter().all(|db| db.ready.is_empty()) {
+            return;
+        }
         let mut ready = Vec::new();
         for (i, db) in srv.ks.dbs.iter_mut().enumerate() {
             for k in db.ready.drain(..) {
