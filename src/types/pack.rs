@@ -134,17 +134,24 @@ pub fn remove(buf: &mut Vec<u8>, off: usize) {
     shrink(buf);
 }
 
-/// Replaces the entry at `off` with `data`.
+/// Replaces the entry at `off` with `data`, moving the tail only when the size changes.
 pub fn replace(buf: &mut Vec<u8>, off: usize, data: &[u8]) {
     let (_, next) = entry_at(buf, off);
     let n = entry_size(data.len());
     let old = next - off;
+    let len = buf.len();
     if n > old {
         grow(buf, n - old);
+        buf.resize(len + n - old, 0);
+        buf.copy_within(next..len, off + n);
+    } else if n < old {
+        buf.copy_within(next..len, off + n);
+        buf.truncate(len - (old - n));
     }
-    buf.splice(off..next, std::iter::repeat_n(0, n));
     encode(data, &mut buf[off..off + n]);
-    shrink(buf);
+    if n < old {
+        shrink(buf);
+    }
 }
 
 /// Gives back spare capacity once half of the allocation is unused (more
