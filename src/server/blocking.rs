@@ -80,6 +80,9 @@ pub fn block(
     let cmd = crate::command::table::table()
         .lookup(ctx.spec.name.as_bytes())
         .expect("blocking command in table");
+    if ctx.client.blocked.is_none() {
+        ctx.srv.ext.blocked_clients += 1;
+    }
     ctx.client.blocked = Some(Blocked {
         db,
         keys,
@@ -94,6 +97,7 @@ pub fn block(
 /// Removes a client from every waiter list (unblocked, timed out, disconnected).
 pub fn unregister(srv: &mut Server, client: &mut Client) -> Option<Blocked> {
     let b = client.blocked.take()?;
+    srv.ext.blocked_clients -= 1;
     let db = &mut srv.ks.dbs[b.db];
     for k in &b.keys {
         if let Some(q) = db.waiters.get_mut(k) {
@@ -122,8 +126,9 @@ pub fn time_out(srv: &mut Server, client: &mut Client) {
 /// until no key is ready any more (serving one may make another ready).
 pub fn serve_ready(srv: &mut Server, current: &mut Client) {
     loop {
-        // The common case, after every command: nothing became ready.
-        if srv.ks.dbs.iter().all(|db| db.ready.is_empty()) {
+        // The common case, after every command: nobody waits, or nothing
+        // became ready. (Keys are only marked ready while someone waits.)
+        if srv.ext.blocked_clients == 0 || srv.ks.dbs.iter().all(|db| db.ready.is_empty()) {
             return;
         }
         let mut ready = Vec::new();
