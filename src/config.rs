@@ -8,8 +8,14 @@ use std::collections::BTreeMap;
 
 use crate::server::notify;
 
+mod load;
 mod params;
 pub mod rewrite;
+mod special;
+#[cfg(test)]
+mod tests;
+
+pub use load::{from_args, quote, split_config_line};
 
 /// How a parameter's value is validated and shown.
 #[derive(Clone, Copy, Debug)]
@@ -76,6 +82,12 @@ pub static ACTED: &[&str] = &[
     "hash-max-listpack-entries",
     "hash-max-listpack-value",
     "set-max-intset-entries",
+    "zset-max-listpack-entries",
+    "zset-max-listpack-value",
+    "busy-reply-threshold",
+    "latency-tracking",
+    "latency-monitor-threshold",
+    "latency-tracking-info-percentiles",
     "client-output-buffer-limit",
     "tracking-table-max-keys",
 ];
@@ -116,6 +128,10 @@ pub struct Config {
     pub slowlog_max_len: usize,
     /// `enable-debug-command`: 0 no, 1 yes, 2 local.
     pub enable_debug: u8,
+    /// `latency-tracking`: per-command histograms for INFO latencystats.
+    pub latency_tracking: bool,
+    /// `latency-monitor-threshold` in milliseconds; 0 disables the latency monitor.
+    pub latency_monitor_threshold: u64,
     // Collection encodings (lists, hashes, sets family).
     pub list_max_listpack_size: i64,
     pub hash_max_listpack_entries: usize,
@@ -125,6 +141,10 @@ pub struct Config {
     pub obuf_limits: crate::server::pubsub::OutputLimits,
     /// `tracking-table-max-keys` (client-side caching).
     pub tracking_table_max_keys: u64,
+    // Sorted-set encodings and HyperLogLog (zset family).
+    pub zset_max_listpack_entries: usize,
+    pub zset_max_listpack_value: usize,
+    pub hll_sparse_max_bytes: usize,
 }
 
 impl Default for Config {
@@ -153,12 +173,17 @@ impl Default for Config {
             slowlog_log_slower_than: 10000,
             slowlog_max_len: 128,
             enable_debug: 0,
+            latency_tracking: true,
+            latency_monitor_threshold: 0,
             list_max_listpack_size: -2,
             hash_max_listpack_entries: 128,
             hash_max_listpack_value: 64,
             set_max_intset_entries: 512,
             obuf_limits: Default::default(),
             tracking_table_max_keys: 1_000_000,
+            zset_max_listpack_entries: 128,
+            zset_max_listpack_value: 64,
+            hll_sparse_max_bytes: 3000,
         };
         for prm in PARAMS {
             c.values.insert(prm.name, prm.default.to_string());
@@ -241,6 +266,13 @@ impl Config {
             "Unknown option or number of arguments for CONFIG SET - '".to_string() + name + "'"
         })?;
         let mut canonical = self.validate(prm, value)?;
+        if prm.name == "hz" {
+            // Redis keeps the configured hz within 1..=500 (CONFIG GET shows the clamped value).
+            canonical = parse_int(&canonical)
+                .unwrap_or(10)
+                .clamp(1, 500)
+                .to_string();
+        }
         if prm.name == "dir" {
             std::env::set_current_dir(&canonical).map_err(|e| os_error(&e))?;
             if let Ok(cwd) = std::env::current_dir() {
@@ -302,129 +334,6 @@ impl Config {
         }
     }
 
-    /// Validation and canonical form for parameters with their own syntax.
-    fn special(&self, name: &str, value: &str) -> Result<String, String> {
-        let words: Vec<&str> = value.split_whitespace().collect();
-        match name {
-            "notify-keyspace-events" => notify::parse_flags(value.as_bytes())
-                .map(notify::flags_to_string)
-                .ok_or_else(|| "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".to_string()),
-            "save" => {
-                if words.len() % 2 != 0 || words.iter().any(|p| parse_int(p).is_none_or(|n| n < 0))
-                {
-                    return Err("Invalid save parameters".into());
-                }
-                Ok(words.join(" "))
-            }
-            "dir" => Ok(value.to_string()),
-            "unixsocketperm" => u32::from_str_radix(value, 8)
-                .ok()
-                .filter(|n| *n <= 0o777)
-                .map(|n| format!("{n:o}"))
-                .ok_or_else(|| "argument couldn't be parsed as an octal number".to_string()),
-            "client-output-buffer-limit" => {
-                if words.len() % 4 != 0 {
-                    return Err("Wrong number of arguments in buffer limit configuration.".into());
-                }
-                let mut classes = [
-                    ("normal", ["0", "0", "0"].map(String::from)),
-                    ("slave", ["268435456", "67108864", "60"].map(String::from)),
-                    ("pubsub", ["33554432", "8388608", "60"].map(String::from)),
-                ];
-                let current: Vec<&str> = self
-                    .values
-                    .get("client-output-buffer-limit")
-                    .map(|s| s.split_whitespace().collect())
-                    .unwrap_or_default();
-                for (i, c) in current.chunks(4).enumerate() {
-                    if c.len() == 4 && i < 3 {
-                        classes[i].1 = [c[1], c[2], c[3]].map(String::from);
-                    }
-                }
-                for c in words.chunks(4) {
-                    let class = match c[0].to_ascii_lowercase().as_str() {
-                        "normal" => 0,
-                        "slave" | "replica" => 1,
-                        "pubsub" => 2,
-                        _ => {
-                            return Err(
-                                "Invalid client class specified in buffer limit configuration."
-                                    .into(),
-                            )
-                        }
-                    };
-                    let hard = parse_memory(c[1]);
-                    let soft = parse_memory(c[2]);
-                    let secs = parse_int(c[3]).filter(|n| *n >= 0);
-                    match (hard, soft, secs) {
-                        (Some(h), Some(s), Some(t)) => {
-                            classes[class].1 = [h.to_string(), s.to_string(), t.to_string()]
-                        }
-                        _ => return Err("Error in hard, soft or soft_seconds setting in buffer limit configuration.".into()),
-                    }
-                }
-                Ok(classes
-                    .iter()
-                    .map(|(n, v)| format!("{n} {}", v.join(" ")))
-                    .collect::<Vec<_>>()
-                    .join(" "))
-            }
-            "oom-score-adj-values" => {
-                if words.len() != 3 {
-                    return Err("wrong number of arguments".into());
-                }
-                let mut out = Vec::new();
-                for w in &words {
-                    match parse_int(w) {
-                        Some(n) if (-2000..=2000).contains(&n) => out.push(n.to_string()),
-                        _ => return Err("Invalid oom-score-adj-values, elements must be between -2000 and 2000.".into()),
-                    }
-                }
-                Ok(out.join(" "))
-            }
-            "latency-tracking-info-percentiles" => {
-                let mut out = Vec::new();
-                for w in &words {
-                    match w.parse::<f64>() {
-                        Ok(f) if (0.0..=100.0).contains(&f) => {
-                            out.push(crate::types::number::fmt_double(f))
-                        }
-                        Ok(_) => return Err("latency-tracking-info-percentiles parameters should sit between [0.0,100.0]".into()),
-                        _ => return Err("Invalid latency-tracking-info-percentiles parameters".into()),
-                    }
-                }
-                Ok(out.join(" "))
-            }
-            "cluster-announce-hostname" => {
-                if value
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
-                {
-                    Ok(value.to_string())
-                } else {
-                    Err(
-                        "Hostnames may only contain alphanumeric characters, hyphens or dots"
-                            .into(),
-                    )
-                }
-            }
-            "replicaof" => {
-                if words.is_empty()
-                    || (words.len() == 2
-                        && words[0].eq_ignore_ascii_case("no")
-                        && words[1].eq_ignore_ascii_case("one"))
-                {
-                    Ok(String::new())
-                } else if words.len() == 2 {
-                    Ok(words.join(" "))
-                } else {
-                    Err("wrong number of arguments".into())
-                }
-            }
-            _ => Ok(words.join(" ")),
-        }
-    }
-
     /// Copies a parameter into its typed field.
     fn apply(&mut self, name: &str) {
         let v = self.values.get(name).cloned().unwrap_or_default();
@@ -451,6 +360,8 @@ impl Config {
             "hz" => self.hz = int().clamp(1, 500) as u32,
             "slowlog-log-slower-than" => self.slowlog_log_slower_than = int(),
             "slowlog-max-len" => self.slowlog_max_len = int().max(0) as usize,
+            "latency-tracking" => self.latency_tracking = v == "yes",
+            "latency-monitor-threshold" => self.latency_monitor_threshold = int().max(0) as u64,
             "enable-debug-command" => {
                 self.enable_debug = ["no", "yes", "local"]
                     .iter()
@@ -467,6 +378,9 @@ impl Config {
                     .unwrap_or_default()
             }
             "tracking-table-max-keys" => self.tracking_table_max_keys = int().max(0) as u64,
+            "zset-max-listpack-entries" => self.zset_max_listpack_entries = int().max(0) as usize,
+            "zset-max-listpack-value" => self.zset_max_listpack_value = int().max(0) as usize,
+            "hll-sparse-max-bytes" => self.hll_sparse_max_bytes = int().max(0) as usize,
             _ => {}
         }
     }
@@ -474,93 +388,6 @@ impl Config {
     /// Integer value of a parameter (for the families that read tuning knobs).
     pub fn get_i64(&self, name: &str) -> i64 {
         self.get(name).and_then(parse_int).unwrap_or(0)
-    }
-
-    /// Loads config-file text (also what command-line flags turn into).
-    /// Errors are the full fatal-error text redis-server prints before exiting.
-    pub fn load_text(&mut self, text: &str) -> Result<(), String> {
-        for (n, raw) in text.split('\n').enumerate() {
-            let line = raw.trim_matches(|c| c == ' ' || c == '\t' || c == '\r');
-            if line.is_empty() || line.starts_with('#') {
-                continue;
-            }
-            let fail = |msg: &str| {
-                format!(
-                    "\n*** FATAL CONFIG FILE ERROR (Redis {}) ***\nReading the configuration file, at line {}\n>>> '{}'\n{}",
-                    crate::REDIS_VERSION,
-                    n + 1,
-                    line,
-                    msg
-                )
-            };
-            let words = split_config_line(line)
-                .ok_or_else(|| fail("Unbalanced quotes in configuration line"))?;
-            if words.is_empty() {
-                continue;
-            }
-            let name = words[0].to_ascii_lowercase();
-            let args = &words[1..];
-            match name.as_str() {
-                "include" => {
-                    if args.len() != 1 {
-                        return Err(fail("Bad directive or wrong number of arguments"));
-                    }
-                    let t = std::fs::read_to_string(&args[0]).map_err(|e| {
-                        format!(
-                            "Fatal error, can't open config file '{}': {}",
-                            args[0],
-                            os_error(&e)
-                        )
-                    })?;
-                    self.load_text(&t)?;
-                }
-                "rename-command" | "user" | "loadmodule" | "sentinel" => {
-                    self.warnings.push(format!(
-                        "'{name}' is not supported by Oxidis and was ignored"
-                    ));
-                }
-                "save" => {
-                    // Several `save` lines accumulate, as in Redis; `save ""` clears.
-                    let joined = args.join(" ");
-                    if joined.trim().is_empty() && args.len() > 1 {
-                        return Err(fail("Invalid save parameters"));
-                    }
-                    let cur = if self.save_seen {
-                        self.get("save").unwrap_or("").to_string()
-                    } else {
-                        String::new()
-                    };
-                    self.save_seen = true;
-                    let v = if joined.trim().is_empty() {
-                        String::new()
-                    } else if cur.is_empty() {
-                        joined
-                    } else {
-                        format!("{cur} {joined}")
-                    };
-                    self.set("save", &v).map_err(|e| fail(&e))?;
-                }
-                _ => match find_param(&name) {
-                    Some(prm) => {
-                        let multi = matches!(prm.kind, Kind::Special)
-                            && !matches!(
-                                prm.name,
-                                "dir" | "unixsocketperm" | "cluster-announce-hostname"
-                            );
-                        if !multi && args.len() != 1 {
-                            return Err(fail("wrong number of arguments"));
-                        }
-                        if multi && args.is_empty() {
-                            return Err(fail("wrong number of arguments"));
-                        }
-                        let v = args.join(" ");
-                        self.set(prm.name, &v).map_err(|e| fail(&e))?;
-                    }
-                    None => return Err(fail("Bad directive or wrong number of arguments")),
-                },
-            }
-        }
-        Ok(())
     }
 
     /// Parameters that were set to something other than their default but
@@ -583,145 +410,5 @@ pub fn os_error(e: &std::io::Error) -> String {
     match s.find(" (os error") {
         Some(i) => s[..i].to_string(),
         None => s,
-    }
-}
-
-/// Splits a config line like Redis's `sdssplitargs`.
-pub fn split_config_line(line: &str) -> Option<Vec<String>> {
-    let bytes = line.as_bytes();
-    let mut words = Vec::new();
-    let mut ranges = Vec::new();
-    match crate::resp::decode::parse(
-        &[bytes, b"\n"].concat(),
-        &mut ranges,
-        crate::resp::decode::Limits {
-            max_bulk: i64::MAX,
-            authenticated: true,
-        },
-    ) {
-        crate::resp::decode::Parsed::Command { .. } => {
-            for (s, e) in ranges {
-                words.push(
-                    String::from_utf8_lossy(&crate::resp::decode::inline_word(&bytes[s..e]))
-                        .into_owned(),
-                );
-            }
-            Some(words)
-        }
-        _ => None,
-    }
-}
-
-/// Turns `redis-server` command-line arguments into a Config, exactly as
-/// `redis-server [config-file] [--name value ...] [-]` reads them: the file,
-/// then stdin when `-` is given, then the options, one line per `--name`.
-pub fn from_args(args: &[String]) -> Result<Config, String> {
-    let mut cfg = Config::default();
-    let mut j = 0;
-    let mut file = None;
-    if let Some(first) = args.first() {
-        if !first.starts_with('-') {
-            file = Some(first.clone());
-            j = 1;
-        }
-    }
-    let mut from_stdin = false;
-    let mut options = String::new();
-    let mut handled_last = true;
-    while j < args.len() {
-        let a = &args[j];
-        if a == "-" && (j == 0 || j == args.len() - 1) {
-            from_stdin = true;
-        } else if handled_last && a.starts_with("--") {
-            if !options.is_empty() {
-                options.push('\n');
-            }
-            options.push_str(&a[2..]);
-            options.push(' ');
-            if split_config_line(a).is_some_and(|w| w.len() == 1) {
-                handled_last = false;
-                let next_is_opt = args.get(j + 1).is_some_and(|n| n.starts_with("--"));
-                if a.eq_ignore_ascii_case("--save") && (next_is_opt || j == args.len() - 1) {
-                    options.push_str("\"\"");
-                    handled_last = true;
-                }
-            } else {
-                handled_last = true;
-            }
-        } else {
-            options.push_str(&quote(a));
-            options.push(' ');
-            handled_last = true;
-        }
-        j += 1;
-    }
-    let mut text = String::new();
-    if let Some(path) = &file {
-        let t = std::fs::read(path).map_err(|e| {
-            format!(
-                "Fatal error, can't open config file '{path}': {}",
-                os_error(&e)
-            )
-        })?;
-        text.push_str(&String::from_utf8_lossy(&t));
-        cfg.config_file = std::fs::canonicalize(path)
-            .ok()
-            .map(|p| p.display().to_string());
-    }
-    if from_stdin {
-        let mut s = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s).map_err(|e| e.to_string())?;
-        text.push_str(&s);
-    }
-    if !options.is_empty() {
-        text.push('\n');
-        text.push_str(&options);
-    }
-    cfg.load_text(&text)?;
-    Ok(cfg)
-}
-
-/// Quotes a word the way `sdscatrepr` does, so the config parser reads it back.
-pub fn quote(s: &str) -> String {
-    let mut out = Vec::new();
-    crate::server::monitor::repr(&mut out, s.as_bytes());
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn args(v: &[&str]) -> Vec<String> {
-        v.iter().map(|s| s.to_string()).collect()
-    }
-
-    #[test]
-    fn harness_style_flags() {
-        let c = from_args(&args(&[
-            "--port",
-            "7001",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--databases",
-            "4",
-        ]))
-        .unwrap();
-        assert_eq!(c.port, 7001);
-        assert_eq!(c.get("save"), Some(""));
-        assert_eq!(c.databases, 4);
-        let c = from_args(&args(&["--save", "--port", "7002"])).unwrap();
-        assert_eq!(c.get("save"), Some(""));
-        assert_eq!(c.port, 7002);
-    }
-
-    #[test]
-    fn memory_units() {
-        assert_eq!(parse_memory("1gb"), Some(1 << 30));
-        assert_eq!(parse_memory("100k"), Some(100_000));
-        assert_eq!(parse_memory("12"), Some(12));
-        assert_eq!(parse_memory("x"), None);
     }
 }

@@ -315,7 +315,7 @@ fn hincrbyfloat(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         Some(v) => LongDouble::parse(v).ok_or_else(|| Error::msg("hash value is not a float"))?,
         None => LongDouble::ZERO,
     };
-    let sum = cur.add(by).ok_or_else(longdouble::nan_or_inf)?;
+    let sum = cur.checked_add(by).ok_or_else(longdouble::nan_or_inf)?;
     let text = sum.to_human();
     h.set(field, &text, lim);
     h.fit();

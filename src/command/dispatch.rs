@@ -26,13 +26,12 @@ pub fn dispatch(srv: &mut Server, client: &mut Client, args: &Args) {
     }
     match check(srv, client, args) {
         Ok(cmd) => {
-            if client.multi.is_some() && !is_multi_control(cmd) {
-                let q = Queued {
+            if let Some(m) = client.multi.as_mut().filter(|_| !is_multi_control(cmd)) {
+                m.queue.push(Queued {
                     spec: cmd.spec,
                     id: cmd.id,
                     argv: args.to_owned(),
-                };
-                client.multi.as_mut().unwrap().queue.push(q);
+                });
                 client.reply.raw(b"+QUEUED\r\n");
             } else {
                 call(srv, client, cmd, args, false);
@@ -76,12 +75,16 @@ pub fn must_postpone(srv: &mut Server, client: &Client, args: &Args) -> bool {
     if client.conn_kind == crate::server::client::ConnKind::Script || args.is_empty() {
         return false;
     }
-    if !p.write_only {
-        return true;
-    }
+    // Errors Redis gives before the pause check (unknown command, arity, auth) are not held back.
     let Ok(cmd) = resolve(args) else {
         return false;
     };
+    if !cmd.spec.arity_ok(args.len()) || (!client.authenticated && !cmd.spec.has(flags::NO_AUTH)) {
+        return false;
+    }
+    if !p.write_only {
+        return true;
+    }
     let writes = flags::WRITE | flags::MAY_REPLICATE;
     if cmd.spec.has(writes) {
         return true;
@@ -206,6 +209,8 @@ pub fn call(
     in_exec: bool,
 ) -> bool {
     let started = Instant::now();
+    // CLIENT NO-TOUCH: lookups by this client leave LRU/LFU metadata alone.
+    crate::db::set_no_touch(client.no_touch);
     notify::sync_db_mask(srv);
     let reply_start = client.reply.len();
     let mut cursor = Args::new_at(args, if cmd.spec.name.contains('|') { 2 } else { 1 });
@@ -225,7 +230,9 @@ pub fn call(
         srv.stats.error(e.code());
         srv.stats.cmd(cmd.id).failed += 1;
     }
-    let elapsed_us = started.elapsed().as_micros() as u64;
+    let elapsed = started.elapsed();
+    let elapsed_us = elapsed.as_micros() as u64;
+    crate::cmd::server::latency::record(srv, cmd.id, cmd.spec, elapsed.as_nanos() as u64);
     notify::flush_before_reply(srv, client, reply_start);
     if client.tracking.is_some() && cmd.spec.has(flags::READONLY) {
         crate::server::tracking::remember_read(srv, client, cmd.spec, args);

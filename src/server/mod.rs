@@ -53,6 +53,14 @@ pub struct Server {
 pub struct Extensions {
     /// SLOWLOG entries (server family).
     pub slowlog: crate::cmd::server::slowlog::SlowLog,
+    /// Per-command latency histograms for INFO latencystats (server family).
+    pub latency: crate::cmd::server::latency::Latency,
+    /// The TCP accept loops, stopped and replaced by CONFIG SET port/bind (server family).
+    pub tcp_accepts: Vec<tokio::task::AbortHandle>,
+    /// The `bind` addresses and port those loops listen on.
+    pub tcp_addrs: (Vec<String>, u16),
+    /// The server's own cell, for handlers that start tasks (CONFIG SET port/bind).
+    pub self_ref: Option<std::rc::Weak<std::cell::RefCell<Server>>>,
     /// Lua engine and script cache (owned by `crate::script`).
     pub script: crate::script::Scripting,
     /// Client-side caching (pub/sub family).

@@ -1,6 +1,7 @@
 //! Data structures behind the values, free of RESP and of the keyspace.
 
 pub mod glob;
+pub mod hll;
 pub mod hash;
 pub mod list;
 pub mod longdouble;

@@ -152,8 +152,13 @@ fn numkeys_positions(args: &Args, at: usize) -> Vec<usize> {
 
 /// `Z*STORE dst numkeys key ...`: the destination, then the sources.
 fn store_keys(args: &Args) -> Vec<usize> {
+    // As Redis's zunionInterDiffStoreGetKeys: a bad numkeys means no keys at all.
+    let sources = numkeys_positions(args, 2);
+    if sources.is_empty() {
+        return sources;
+    }
     let mut v = vec![1];
-    v.extend(numkeys_positions(args, 2));
+    v.extend(sources);
     v
 }
 
@@ -161,8 +166,8 @@ fn store_keys(args: &Args) -> Vec<usize> {
 pub fn limits(ctx: &Ctx) -> Limits {
     let c = &ctx.srv.config;
     Limits {
-        entries: c.get_i64("zset-max-listpack-entries").max(0) as usize,
-        value: c.get_i64("zset-max-listpack-value").max(0) as usize,
+        entries: c.zset_max_listpack_entries,
+        value: c.zset_max_listpack_value,
     }
 }
 

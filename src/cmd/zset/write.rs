@@ -42,7 +42,7 @@ pub fn zadd(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             break;
         }
     }
-    add_generic(ctx, args, f, "zadd")
+    add_generic(ctx, args, f)
 }
 
 /// ```text
@@ -55,11 +55,12 @@ pub fn zincrby(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         incr: true,
         ..Default::default()
     };
-    add_generic(ctx, args, f, "zincr")
+    add_generic(ctx, args, f)
 }
 
 /// Redis's `zaddGenericCommand`; `args` is at the first score.
-fn add_generic(ctx: &mut Ctx, args: &mut Args, f: AddFlags, event: &'static str) -> CmdResult {
+fn add_generic(ctx: &mut Ctx, args: &mut Args, f: AddFlags) -> CmdResult {
+    let event = if f.incr { "zincr" } else { "zadd" };
     let key = args.at(1);
     let first = args.pos();
     let elements = args.remaining();
@@ -83,10 +84,8 @@ fn add_generic(ctx: &mut Ctx, args: &mut Args, f: AddFlags, event: &'static str)
         ));
     }
     let mut scores = Vec::with_capacity(pairs);
-    let mut maxlen = 0;
     for i in 0..pairs {
         scores.push(number::parse_f64(args.at(first + 2 * i)).ok_or(Error::NotFloat)?);
-        maxlen = maxlen.max(args.at(first + 2 * i + 1).len());
     }
     let limits = limits(ctx);
     let db = ctx.db();
@@ -100,10 +99,10 @@ fn add_generic(ctx: &mut Ctx, args: &mut Args, f: AddFlags, event: &'static str)
             }
             return Ok(());
         }
-        db.add_new(
-            key,
-            Value::ZSet(Box::new(ZSet::with_hint(pairs, maxlen, limits))),
-        );
+        // Redis 7.0 picks the encoding from the first member only.
+        let first_len = args.at(first + 1).len();
+        let z = ZSet::with_hint(1, first_len, limits);
+        db.add_new(key, Value::ZSet(Box::new(z)));
     }
     let Some(Value::ZSet(z)) = db.get_mut(key) else {
         unreachable!()

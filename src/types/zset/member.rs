@@ -18,7 +18,9 @@ pub struct Member(NonNull<u8>);
 impl Member {
     /// Allocates a block for `bytes` with `score`.
     pub fn alloc(bytes: &[u8], score: f64) -> Member {
-        let mut v = Vec::with_capacity(8 + 5 + bytes.len());
+        let varint = (usize::BITS - bytes.len().leading_zeros()).div_ceil(7).max(1) as usize;
+        // Exact capacity: into_boxed_slice then needs no reallocation.
+        let mut v = Vec::with_capacity(8 + varint + bytes.len());
         v.extend_from_slice(&score.to_le_bytes());
         let mut n = bytes.len();
         loop {
@@ -31,6 +33,7 @@ impl Member {
             v.push(b | 0x80);
         }
         v.extend_from_slice(bytes);
+        debug_assert_eq!(v.len(), v.capacity());
         let boxed: Box<[u8]> = v.into_boxed_slice();
         let p = Box::into_raw(boxed) as *mut u8;
         // SAFETY: Box::into_raw never returns null.
