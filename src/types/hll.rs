@@ -13,7 +13,7 @@ pub const P: u32 = 14;
 pub const Q: u32 = 64 - P;
 pub const REGISTERS: usize = 1 << P;
 pub const HDR: usize = 16;
-pub const DENSE_SIZE: usize = HDR + (REGISTERS * 6 + 7) / 8;
+pub const DENSE_SIZE: usize = HDR + (REGISTERS * 6).div_ceil(8);
 const REG_MAX: u8 = 63;
 const SPARSE_VAL_MAX_VALUE: u8 = 32;
 const SPARSE_VAL_MAX_LEN: usize = 4;
@@ -367,7 +367,11 @@ pub fn merge_into(max: &mut [u8; REGISTERS], b: &[u8]) -> Result<(), Corrupt> {
 }
 
 /// Writes merged registers into `b` (PFMERGE's final step).
-pub fn store_registers(b: &mut Vec<u8>, max: &[u8; REGISTERS], sparse_max_bytes: usize) -> Result<(), Corrupt> {
+pub fn store_registers(
+    b: &mut Vec<u8>,
+    max: &[u8; REGISTERS],
+    sparse_max_bytes: usize,
+) -> Result<(), Corrupt> {
     for (i, &m) in max.iter().enumerate() {
         if m == 0 {
             continue;
@@ -483,7 +487,10 @@ mod tests {
         to_dense(&mut d).unwrap();
         for i in 0..3000u32 {
             let e = format!("ele:{i}");
-            assert_eq!(add(&mut s, e.as_bytes(), 1 << 20), add(&mut d, e.as_bytes(), 0));
+            assert_eq!(
+                add(&mut s, e.as_bytes(), 1 << 20),
+                add(&mut d, e.as_bytes(), 0)
+            );
         }
         assert!(!is_dense(&s));
         assert_eq!(histogram(&s).unwrap(), histogram(&d).unwrap());

@@ -282,8 +282,8 @@ impl Index {
     }
 
     /// Edits entries in place; `f` must keep the order (e.g. -0 to 0).
-    pub fn for_each_mut(&mut self, mut f: impl FnMut(&mut Entry)) {
-        self.chunks.iter_mut().flatten().for_each(|e| f(e));
+    pub fn for_each_mut(&mut self, f: impl FnMut(&mut Entry)) {
+        self.chunks.iter_mut().flatten().for_each(f);
     }
 
     /// Every member pointer (for freeing and cloning).

@@ -18,7 +18,9 @@ pub struct Member(NonNull<u8>);
 impl Member {
     /// Allocates a block for `bytes` with `score`.
     pub fn alloc(bytes: &[u8], score: f64) -> Member {
-        let varint = (usize::BITS - bytes.len().leading_zeros()).div_ceil(7).max(1) as usize;
+        let varint = (usize::BITS - bytes.len().leading_zeros())
+            .div_ceil(7)
+            .max(1) as usize;
         // Exact capacity: into_boxed_slice then needs no reallocation.
         let mut v = Vec::with_capacity(8 + varint + bytes.len());
         v.extend_from_slice(&score.to_le_bytes());
@@ -79,7 +81,10 @@ impl Member {
         unsafe { std::ptr::write_unaligned(self.0.as_ptr() as *mut [u8; 8], score.to_le_bytes()) }
     }
 
-    /// Frees the block. The caller guarantees no copy of this pointer is used afterwards.
+    /// Frees the block.
+    ///
+    /// # Safety
+    /// The block must be live and no copy of this pointer may be used afterwards.
     pub unsafe fn free(self) {
         let (h, n) = self.header();
         let total = h + n;
