@@ -170,7 +170,7 @@ def emit(rows):
                         "params.rs")
     with open(path, "w") as f:
         f.write("\n".join(out) + "\n")
-    print("wrote", len(rows), "parameters to", path)
+    print("wrote", len(rows), "parameters to", path, "(run cargo fmt)")
 
 
 def q(s):

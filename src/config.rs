@@ -76,6 +76,9 @@ pub static ACTED: &[&str] = &[
     "hash-max-listpack-entries",
     "hash-max-listpack-value",
     "set-max-intset-entries",
+    "zset-max-listpack-entries",
+    "zset-max-listpack-value",
+    "busy-reply-threshold",
     "client-output-buffer-limit",
     "tracking-table-max-keys",
 ];
@@ -248,6 +251,13 @@ impl Config {
             "Unknown option or number of arguments for CONFIG SET - '".to_string() + name + "'"
         })?;
         let mut canonical = self.validate(prm, value)?;
+        if prm.name == "hz" {
+            // Redis keeps the configured hz within 1..=500 (CONFIG GET shows the clamped value).
+            canonical = parse_int(&canonical)
+                .unwrap_or(10)
+                .clamp(1, 500)
+                .to_string();
+        }
         if prm.name == "dir" {
             std::env::set_current_dir(&canonical).map_err(|e| os_error(&e))?;
             if let Ok(cwd) = std::env::current_dir() {
@@ -317,7 +327,8 @@ impl Config {
                 .map(notify::flags_to_string)
                 .ok_or_else(|| "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".to_string()),
             "save" => {
-                if words.len() % 2 != 0 || words.iter().any(|p| parse_int(p).is_none_or(|n| n < 0))
+                if !words.len().is_multiple_of(2)
+                    || words.iter().any(|p| parse_int(p).is_none_or(|n| n < 0))
                 {
                     return Err("Invalid save parameters".into());
                 }
@@ -330,7 +341,7 @@ impl Config {
                 .map(|n| format!("{n:o}"))
                 .ok_or_else(|| "argument couldn't be parsed as an octal number".to_string()),
             "client-output-buffer-limit" => {
-                if words.len() % 4 != 0 {
+                if !words.len().is_multiple_of(4) {
                     return Err("Wrong number of arguments in buffer limit configuration.".into());
                 }
                 let mut classes = [
@@ -725,6 +736,73 @@ mod tests {
         let c = from_args(&args(&["--save", "--port", "7002"])).unwrap();
         assert_eq!(c.get("save"), Some(""));
         assert_eq!(c.port, 7002);
+    }
+
+    #[test]
+    fn flags_become_quoted_config_lines() {
+        // `--port 7001` style, several words for one option, `--save` alone at the end.
+        let c = from_args(&args(&[
+            "--bind",
+            "127.0.0.1",
+            "::1",
+            "--notify-keyspace-events",
+            "KEA",
+            "--save",
+        ]))
+        .unwrap();
+        assert_eq!(c.bind, vec!["127.0.0.1".to_string(), "::1".to_string()]);
+        assert_eq!(c.get("notify-keyspace-events"), Some("AKE"));
+        assert_eq!(c.get("save"), Some(""));
+        // A value with spaces and quotes survives the quoting round trip.
+        let c = from_args(&args(&["--requirepass", "a \"b\" c"])).unwrap();
+        assert_eq!(c.requirepass.as_deref(), Some(&b"a \"b\" c"[..]));
+    }
+
+    #[test]
+    fn file_then_flags_and_include() {
+        let dir = std::env::temp_dir().join(format!("oxidis-cfg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let inc = dir.join("inc.conf");
+        std::fs::write(&inc, "hz 33\nmaxmemory 2mb\n").unwrap();
+        let main = dir.join("main.conf");
+        std::fs::write(
+            &main,
+            format!(
+                "# c\nport 7100\ninclude {}\nsave 900 1\nsave 300 10\n",
+                inc.display()
+            ),
+        )
+        .unwrap();
+        let c = from_args(&args(&[main.to_str().unwrap(), "--hz", "44"])).unwrap();
+        assert_eq!(c.port, 7100);
+        assert_eq!(c.get("hz"), Some("44"));
+        assert_eq!(c.get("maxmemory"), Some("2097152"));
+        assert_eq!(c.get("save"), Some("900 1 300 10"));
+        assert!(c.config_file.is_some());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn fatal_errors_name_the_line() {
+        let e = from_args(&args(&["--port", "0", "--hz", "x"])).unwrap_err();
+        assert_eq!(
+            e,
+            "\n*** FATAL CONFIG FILE ERROR (Redis 7.0.15) ***\nReading the configuration file, at line 3\n>>> 'hz \"x\"'\nargument couldn't be parsed into an integer"
+        );
+        let e = from_args(&args(&["--appendonly", "maybe"])).unwrap_err();
+        assert!(e.ends_with(">>> 'appendonly \"maybe\"'\nargument must be 'yes' or 'no'"));
+        let e = from_args(&args(&["--maxmemory-policy", "x"])).unwrap_err();
+        assert!(e.ends_with("argument(s) must be one of the following: volatile-lru, volatile-lfu, volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction"));
+    }
+
+    #[test]
+    fn aliases_share_one_value() {
+        let mut c = Config::default();
+        c.set("slave-read-only", "no").unwrap();
+        assert_eq!(c.get("replica-read-only"), Some("no"));
+        c.set("HASH-MAX-ZIPLIST-ENTRIES", "7").unwrap();
+        assert_eq!(c.get("hash-max-listpack-entries"), Some("7"));
+        assert_eq!(c.hash_max_listpack_entries, 7);
     }
 
     #[test]

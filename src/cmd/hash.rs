@@ -8,6 +8,7 @@ use crate::resp::encode::Reply;
 use crate::server::{notify, Ctx};
 use crate::types::glob;
 use crate::types::hash::{Hash, Limits};
+use crate::types::longdouble::{self, LongDouble};
 use crate::types::number::parse_i64;
 
 pub static SPECS: &[CommandSpec] = &[
@@ -24,6 +25,13 @@ pub static SPECS: &[CommandSpec] = &[
     CommandSpec::new("hvals", 2, READONLY, (1, 1, 1), hvals),
     CommandSpec::new("hstrlen", 3, READONLY | FAST, (1, 1, 1), hstrlen),
     CommandSpec::new("hincrby", 4, WRITE | DENYOOM | FAST, (1, 1, 1), hincrby),
+    CommandSpec::new(
+        "hincrbyfloat",
+        4,
+        WRITE | DENYOOM | FAST,
+        (1, 1, 1),
+        hincrbyfloat,
+    ),
     CommandSpec::new("hrandfield", -2, READONLY, (1, 1, 1), hrandfield),
     CommandSpec::new("hscan", -3, READONLY, (1, 1, 1), hscan),
 ];
@@ -285,6 +293,30 @@ fn hincrby(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     h.set(field, itoa::Buffer::new().format(new).as_bytes(), lim);
     ctx.modified(key, notify::HASH, "hincrby");
     ctx.out().int(new);
+    Ok(())
+}
+
+/// ```text
+/// HINCRBYFLOAT key field increment
+/// ```
+/// Bulk string: the new value, computed in long double and printed as Redis does.
+fn hincrbyfloat(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    let (key, field) = (args.at(1), args.at(2));
+    let by = LongDouble::parse(args.at(3)).ok_or(Error::NotFloat)?;
+    if !by.is_finite() {
+        return Err(Error::msg("value is NaN or Infinity"));
+    }
+    let lim = limits(ctx);
+    let h = write_or_create(ctx.db(), key)?;
+    let cur = match h.get(field) {
+        Some(v) => LongDouble::parse(v).ok_or_else(|| Error::msg("hash value is not a float"))?,
+        None => LongDouble::ZERO,
+    };
+    let sum = cur.checked_add(by).ok_or_else(longdouble::nan_or_inf)?;
+    let text = sum.to_human();
+    h.set(field, &text, lim);
+    ctx.modified(key, notify::HASH, "hincrbyfloat");
+    ctx.out().bulk(&text);
     Ok(())
 }
 

@@ -14,6 +14,7 @@ pub mod replication;
 pub mod scripting;
 pub mod server;
 pub mod set;
+pub mod sort;
 pub mod string;
 pub mod tracking;
 pub mod txn;
@@ -26,6 +27,7 @@ pub static ALL: &[&[CommandSpec]] = &[
     list::SPECS,
     hash::SPECS,
     set::SPECS,
+    sort::SPECS,
     zset::SPECS,
     bitmap::SPECS,
     hll::SPECS,

@@ -46,7 +46,11 @@ pub fn numkeys_keys(args: &Args) -> Vec<usize> {
         .pipe(crate::types::number::parse_i64)
         .unwrap_or(0)
         .max(0) as usize;
-    (3..(3 + n).min(args.len())).collect()
+    // As Redis's evalGetKeys: a numkeys larger than the arguments means no keys.
+    if 3 + n > args.len() {
+        return Vec::new();
+    }
+    (3..3 + n).collect()
 }
 
 trait Pipe: Sized {
@@ -178,10 +182,33 @@ fn script_flush(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// ```text
 /// SCRIPT KILL
 /// ```
-/// Outside a running script: `NOTBUSY`. (While a script runs, SCRIPT KILL
-/// is answered by the busy-script poller in `script::busy`.)
-fn script_kill(_ctx: &mut Ctx, _args: &mut Args) -> CmdResult {
-    Err(Error::coded("NOTBUSY No scripts in execution right now."))
+/// `OK` when the running script was told to stop; `NOTBUSY` with no script
+/// running; `UNKILLABLE` once the script wrote. While a script runs, this is
+/// reached from the busy-script poller in `script::busy`.
+fn script_kill(ctx: &mut Ctx, _args: &mut Args) -> CmdResult {
+    kill_running(true)?;
+    ctx.out().ok();
+    Ok(())
+}
+
+/// SCRIPT KILL (`is_eval`) and FUNCTION KILL, as Redis's `scriptKill`.
+pub fn kill_running(is_eval: bool) -> CmdResult {
+    // SAFETY: called from a command handler on the data thread; the running
+    // script (if any) is suspended in its hook while this runs.
+    let Some(run) = (unsafe { script::run_ctx() }) else {
+        return Err(Error::coded("NOTBUSY No scripts in execution right now."));
+    };
+    if run.wrote {
+        return Err(Error::coded("UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command."));
+    }
+    if is_eval && run.is_function {
+        return Err(Error::coded(script::busy::BUSY_FUNCTION));
+    }
+    if !is_eval && !run.is_function {
+        return Err(Error::coded(script::busy::BUSY_EVAL));
+    }
+    run.killed = true;
+    Ok(())
 }
 
 /// ```text

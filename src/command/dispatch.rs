@@ -26,13 +26,12 @@ pub fn dispatch(srv: &mut Server, client: &mut Client, args: &Args) {
     }
     match check(srv, client, args) {
         Ok(cmd) => {
-            if client.multi.is_some() && !is_multi_control(cmd) {
-                let q = Queued {
+            if let Some(m) = client.multi.as_mut().filter(|_| !is_multi_control(cmd)) {
+                m.queue.push(Queued {
                     spec: cmd.spec,
                     id: cmd.id,
                     argv: args.to_owned(),
-                };
-                client.multi.as_mut().unwrap().queue.push(q);
+                });
                 client.reply.raw(b"+QUEUED\r\n");
             } else {
                 call(srv, client, cmd, args, false);
@@ -206,6 +205,8 @@ pub fn call(
     in_exec: bool,
 ) -> bool {
     let started = Instant::now();
+    // CLIENT NO-TOUCH: lookups by this client leave LRU/LFU metadata alone.
+    crate::db::set_no_touch(client.no_touch);
     notify::sync_db_mask(srv);
     let reply_start = client.reply.len();
     let mut cursor = Args::new_at(args, if cmd.spec.name.contains('|') { 2 } else { 1 });

@@ -166,12 +166,14 @@ pub fn info_for(spec: &CommandSpec) -> Value {
 /// The `COMMAND DOCS` map Oxidis serves for `spec` (subcommands narrowed as in [`info_for`]).
 pub fn docs_for(spec: &CommandSpec) -> Value {
     let Some(Value::Map(fields)) = get(spec.name).and_then(|m| m.docs.clone()) else {
-        return Value::Map(vec![
-            (bulk("summary"), bulk("")),
-            (bulk("since"), bulk("")),
-            (bulk("group"), bulk("server")),
-            (bulk("complexity"), bulk("")),
-        ]);
+        return redis72_docs(spec.name).unwrap_or_else(|| {
+            Value::Map(vec![
+                (bulk("summary"), bulk("")),
+                (bulk("since"), bulk("")),
+                (bulk("group"), bulk("server")),
+                (bulk("complexity"), bulk("")),
+            ])
+        });
     };
     let fields = fields
         .into_iter()
@@ -184,10 +186,59 @@ pub fn docs_for(spec: &CommandSpec) -> Value {
                 .iter()
                 .map(|s| (bulk(s.name), docs_for(s)))
                 .collect();
-            (!subs.is_empty()).then(|| (k, Value::Map(subs)))
+            (!subs.is_empty()).then_some((k, Value::Map(subs)))
         })
         .collect();
     Value::Map(fields)
+}
+
+/// COMMAND DOCS of the Redis 7.2 subcommands Oxidis serves (7.0 has none to
+/// record), as 7.2 documents them, so redis-cli can hint their arguments.
+fn redis72_docs(name: &str) -> Option<Value> {
+    let token_arg = |n: &str, ty: &str, token: &str| {
+        Value::Map(vec![
+            (bulk("name"), bulk(n)),
+            (bulk("type"), bulk(ty)),
+            (bulk("token"), bulk(token)),
+        ])
+    };
+    let oneof = |n: &str, args: Vec<Value>| {
+        Value::Map(vec![
+            (bulk("name"), bulk(n)),
+            (bulk("type"), bulk("oneof")),
+            (bulk("arguments"), Value::Array(args)),
+        ])
+    };
+    let (summary, args) = match name {
+        "client|setinfo" => (
+            "Sets information specific to the client or connection.",
+            oneof(
+                "attr",
+                vec![
+                    token_arg("libname", "string", "LIB-NAME"),
+                    token_arg("libver", "string", "LIB-VER"),
+                ],
+            ),
+        ),
+        "client|no-touch" => (
+            "Controls whether commands sent by the client affect the LRU/LFU of accessed keys.",
+            oneof(
+                "enabled",
+                vec![
+                    token_arg("on", "pure-token", "ON"),
+                    token_arg("off", "pure-token", "OFF"),
+                ],
+            ),
+        ),
+        _ => return None,
+    };
+    Some(Value::Map(vec![
+        (bulk("summary"), bulk(summary)),
+        (bulk("since"), bulk("7.2.0")),
+        (bulk("group"), bulk("connection")),
+        (bulk("complexity"), bulk("O(1)")),
+        (bulk("arguments"), Value::Array(vec![args])),
+    ]))
 }
 
 fn bulk(s: &str) -> Value {
@@ -211,7 +262,13 @@ fn built_info(spec: &CommandSpec) -> Value {
         Value::Int(spec.first_key as i64),
         Value::Int(spec.last_key as i64),
         Value::Int(spec.step as i64),
-        Value::Set(vec![]),
+        // Both 7.2 subcommands Oxidis builds entries for are `@slow @connection`.
+        Value::Set(
+            ["@slow", "@connection"]
+                .iter()
+                .map(|c| Value::Simple(c.as_bytes().to_vec()))
+                .collect(),
+        ),
         Value::Set(vec![]),
         Value::Set(vec![]),
         Value::Array(spec.subcommands.iter().map(built_info).collect()),

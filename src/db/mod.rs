@@ -536,3 +536,104 @@ impl Keyspace {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::string::Str;
+    use std::collections::HashSet;
+
+    fn s(v: &str) -> Value {
+        Value::Str(Str::from_bytes(v.as_bytes()))
+    }
+
+    /// SCAN's guarantee: every key present for the whole iteration is
+    /// returned, while other keys are added and removed (growing and
+    /// shrinking the table) between steps.
+    #[test]
+    fn scan_returns_every_stable_key_under_mutation() {
+        let mut db = Db::new(0);
+        let stable: Vec<String> = (0..3000).map(|i| format!("keep:{i}")).collect();
+        for k in &stable {
+            db.set(k.as_bytes(), s("v"));
+        }
+        let mut seen = HashSet::new();
+        let mut cursor = 0;
+        let mut next_tmp = 0u64;
+        let mut live_tmp: Vec<String> = Vec::new();
+        let mut rng = 0x1234_5678_u64;
+        for step in 0..1_000_000 {
+            cursor = db.scan(cursor, |k, _| {
+                seen.insert(k.to_vec());
+            });
+            // Phase 1 grows the table a lot, phase 2 shrinks it back.
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            if step % 400 < 200 {
+                for _ in 0..(rng % 60) {
+                    let k = format!("tmp:{next_tmp}");
+                    next_tmp += 1;
+                    db.set(k.as_bytes(), s("t"));
+                    live_tmp.push(k);
+                }
+            } else {
+                for _ in 0..(rng % 80) {
+                    if let Some(k) = live_tmp.pop() {
+                        db.remove(k.as_bytes());
+                    }
+                }
+            }
+            if cursor == 0 {
+                break;
+            }
+        }
+        assert_eq!(cursor, 0, "the scan must finish");
+        for k in &stable {
+            assert!(seen.contains(k.as_bytes()), "{k} missed");
+        }
+    }
+
+    /// Access metadata: reads refresh it, `peek` and NO-TOUCH leave it.
+    #[test]
+    fn lfu_counter_starts_at_init_and_first_hit_increments() {
+        let mut db = Db::new(0);
+        db.set(b"k", s("v"));
+        assert_eq!(db.peek_entry(b"k").unwrap().freq(), LFU_INIT_VAL);
+        db.peek(b"k");
+        assert_eq!(db.peek_entry(b"k").unwrap().freq(), LFU_INIT_VAL);
+        set_no_touch(true);
+        db.get(b"k");
+        set_no_touch(false);
+        assert_eq!(db.peek_entry(b"k").unwrap().freq(), LFU_INIT_VAL);
+        db.get(b"k");
+        // The first increment from LFU_INIT_VAL happens with probability 1.
+        assert_eq!(db.peek_entry(b"k").unwrap().freq(), LFU_INIT_VAL + 1);
+        // Overwriting keeps the counter, as Redis's dbOverwrite does.
+        db.set(b"k", s("w"));
+        assert_eq!(db.peek_entry(b"k").unwrap().freq(), LFU_INIT_VAL + 1);
+        let mut n = LFU_INIT_VAL + 1;
+        for _ in 0..10_000 {
+            db.get(b"k");
+            let f = db.peek_entry(b"k").unwrap().freq();
+            assert!(f >= n && f <= 255);
+            n = f;
+        }
+        assert!(n > LFU_INIT_VAL + 1, "the counter grows logarithmically");
+    }
+
+    /// RENAME-style take/put keeps value, expiry and metadata.
+    #[test]
+    fn take_and_put_keep_expiry() {
+        let mut db = Db::new(0);
+        db.set(b"a", s("1"));
+        db.set_expire(b"a", i64::MAX / 2);
+        let (e, at) = db.take(b"a").unwrap();
+        assert!(db.peek(b"a").is_none());
+        db.put(b"b", e, at);
+        assert_eq!(db.expire_at(b"b"), Some(i64::MAX / 2));
+        assert_eq!(db.expire_at(b"a"), None);
+        assert_eq!(db.len(), 1);
+        assert_eq!(db.expires_len(), 1);
+    }
+}

@@ -1,6 +1,255 @@
-//! Long-running scripts: the instruction-count hook (placeholder).
-use super::lua::State;
+//! Long-running scripts: an instruction-count hook that, once a script runs
+//! past `busy-reply-threshold`, polls the other clients' sockets itself (the
+//! data thread is stuck inside Lua, so their tasks cannot run), answers
+//! `BUSY` to their commands, and runs the few commands allowed while busy
+//! (SCRIPT KILL, FUNCTION KILL, SHUTDOWN NOSAVE, MULTI, ...), like Redis's
+//! `processEventsWhileBlocked`.
+//!
+//! Input read here that does not form a complete command is handed back to
+//! the connection task through `Client::pending_input`; replies are written
+//! straight to the socket (what does not fit stays in `Client::reply` for the
+//! task to flush). Clients with a partial command already buffered in their
+//! task, blocked clients and the caller are left alone until the script ends.
+
+use std::ffi::c_int;
+use std::io::{Read, Write};
+use std::mem::ManuallyDrop;
+use std::cell::RefCell;
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use super::lua::{self, ffi, State};
+use super::{run_ctx, RunCtx};
+use crate::command::args::{Args, Argv};
+use crate::command::dispatch;
+use crate::command::spec::flags;
+use crate::resp::decode::{self, Limits, Parsed};
+use crate::server::client::{Client, ConnKind, Queued};
+use crate::server::listener::accept_client_borrowed;
 use crate::server::Server;
-pub unsafe fn install_hook(_l: State) {}
-pub unsafe fn remove_hook(_l: State) {}
-pub fn finished(_srv: &mut Server) {}
+
+/// Instructions between two hook calls.
+const HOOK_EVERY: c_int = 100_000;
+/// How often sockets are polled once the script is busy.
+const POLL_EVERY: Duration = Duration::from_millis(10);
+/// At most this much input is read from one client per poll.
+const MAX_READ: usize = 1 << 20;
+
+pub const BUSY_EVAL: &str =
+    "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+pub const BUSY_FUNCTION: &str =
+    "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
+
+pub unsafe fn install_hook(l: State) {
+    ffi::lua_sethook(l, Some(hook), ffi::LUA_MASKCOUNT, HOOK_EVERY);
+}
+
+pub unsafe fn remove_hook(l: State) {
+    ffi::lua_sethook(l, None, 0, 0);
+}
+
+unsafe extern "C-unwind" fn hook(l: State, _ar: *mut ffi::lua_Debug) {
+    let Some(run) = run_ctx() else {
+        return;
+    };
+    let run: *mut RunCtx = run;
+    let now = Instant::now();
+    if !(*run).busy {
+        let ms = now.duration_since((*run).start).as_millis() as u64;
+        if ms < (*run).threshold_ms {
+            return;
+        }
+        (*run).busy = true;
+        crate::log::warning(&format!(
+            "Slow script detected: still in execution after {ms} milliseconds. You can try killing the script using the {} command. Script name is: {}.",
+            if (*run).is_function { "FUNCTION KILL" } else { "SCRIPT KILL" },
+            (*run).name
+        ));
+    }
+    if now.duration_since((*run).last_poll) >= POLL_EVERY {
+        (*run).last_poll = now;
+        poll(&mut *(*run).srv, (*run).caller_id, (*run).is_function);
+    }
+    let shutting_down = (*(*run).srv).shutdown.is_some();
+    if (*run).killed || shutting_down {
+        crate::log::warning("Lua script killed by user with SCRIPT KILL.");
+        // Fire on every line from now on, so a pcall cannot swallow the kill.
+        ffi::lua_sethook(l, Some(hook), ffi::LUA_MASKLINE, 0);
+        super::redis_lib::push_error(l, b"Script killed by user with SCRIPT KILL...");
+        lua::raise(l);
+    }
+}
+
+/// Remembers the listening sockets so connections can be accepted while busy.
+pub fn register_listeners(
+    srv: &Rc<RefCell<Server>>,
+    tcp: &[tokio::net::TcpListener],
+    unix: Option<&tokio::net::UnixListener>,
+) {
+    let mut s = srv.borrow_mut();
+    let path = s.config.unixsocket.clone();
+    let mut list: Vec<_> = tcp.iter().map(|l| (l.as_raw_fd(), None)).collect();
+    if let Some(u) = unix {
+        list.push((u.as_raw_fd(), Some(path.unwrap_or_default())));
+    }
+    s.ext.script.listeners = list;
+    s.ext.script.server = Some(Rc::downgrade(srv));
+}
+
+/// Accepts pending connections; their commands are then answered by `poll`.
+fn accept_new(srv: &mut Server) {
+    let Some(rc) = srv.ext.script.server.as_ref().and_then(|w| w.upgrade()) else {
+        return;
+    };
+    let listeners = srv.ext.script.listeners.clone();
+    for (fd, unix_path) in listeners {
+        for _ in 0..64 {
+            // SAFETY: the listener fds stay open while the server runs;
+            // ManuallyDrop keeps them from being closed here.
+            if let Some(path) = &unix_path {
+                let l = ManuallyDrop::new(unsafe { std::os::unix::net::UnixListener::from_raw_fd(fd) });
+                let Ok((st, _)) = l.accept() else { break };
+                let _ = st.set_nonblocking(true);
+                if let Ok(t) = tokio::net::UnixStream::from_std(st) {
+                    accept_client_borrowed(&rc, srv, t, format!("{path}:0"), path.clone(), ConnKind::Unix);
+                }
+            } else {
+                let l = ManuallyDrop::new(unsafe { std::net::TcpListener::from_raw_fd(fd) });
+                let Ok((st, peer)) = l.accept() else { break };
+                let _ = st.set_nonblocking(true);
+                let _ = st.set_nodelay(true);
+                let laddr = st.local_addr().map(|a| a.to_string()).unwrap_or_default();
+                if let Ok(t) = tokio::net::TcpStream::from_std(st) {
+                    accept_client_borrowed(&rc, srv, t, peer.to_string(), laddr, ConnKind::Tcp);
+                }
+            }
+        }
+    }
+}
+
+/// Reads and answers every other client once.
+fn poll(srv: &mut Server, caller: crate::db::ClientId, is_function: bool) {
+    accept_new(srv);
+    let ids: Vec<_> = srv.clients.keys().copied().filter(|&id| id != caller).collect();
+    for id in ids {
+        let Some(cell) = srv.clients.get(&id).cloned() else {
+            continue;
+        };
+        let Ok(mut c) = cell.state.try_borrow_mut() else {
+            continue;
+        };
+        let fd = c.fd;
+        if fd < 0 {
+            continue;
+        }
+        if c.qbuf > 0 || c.blocked.is_some() || c.close_after_reply || cell.kill.get() {
+            continue;
+        }
+        // SAFETY: the fd belongs to the client's socket, open while the
+        // client is registered; ManuallyDrop keeps it from being closed here.
+        let mut sock = ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(fd) });
+        let before = c.pending_input.len();
+        let mut buf = [0u8; 16 * 1024];
+        while c.pending_input.len() < MAX_READ {
+            match sock.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => c.pending_input.extend_from_slice(&buf[..n]),
+            }
+        }
+        let got = c.pending_input.len() - before;
+        if got == 0 && c.reply.buf.is_empty() {
+            continue;
+        }
+        srv.stats.net_input_bytes += got as u64;
+        c.net_in += got as u64;
+        answer(srv, &mut c, is_function);
+        while !c.reply.buf.is_empty() {
+            match sock.write(&c.reply.buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    let _ = c.reply.buf.split_to(n);
+                    srv.stats.net_output_bytes += n as u64;
+                    c.net_out += n as u64;
+                }
+            }
+        }
+        drop(c);
+        srv.wake(id);
+    }
+}
+
+/// Runs the complete commands in `c.pending_input` as Redis does while busy.
+fn answer(srv: &mut Server, c: &mut Client, is_function: bool) {
+    let mut ranges = Vec::new();
+    let mut input = std::mem::take(&mut c.pending_input);
+    let mut used = 0;
+    while used < input.len() && !c.close_after_reply {
+        let limits = Limits {
+            max_bulk: srv.config.proto_max_bulk_len,
+            authenticated: c.authenticated,
+        };
+        match decode::parse(&input[used..], &mut ranges, limits) {
+            Parsed::Command { consumed, inline } => {
+                let buf = &input[used..used + consumed];
+                let argv = if inline {
+                    Argv::from_slices(
+                        ranges
+                            .iter()
+                            .map(|&(s, e)| decode::inline_word(&buf[s..e]))
+                            .collect::<Vec<_>>()
+                            .iter()
+                            .map(|v| &v[..]),
+                    )
+                } else {
+                    Argv::from_slices(ranges.iter().map(|&(s, e)| &buf[s..e]))
+                };
+                used += consumed;
+                if !argv.is_empty() {
+                    run_one(srv, c, &argv.args(), is_function);
+                }
+            }
+            // An incomplete command waits for the task; a protocol error is
+            // left for the task to answer and close on.
+            Parsed::Incomplete { .. } | Parsed::Error(_) => break,
+        }
+    }
+    input.drain(..used);
+    c.pending_input = input;
+}
+
+/// One command while a script is busy: the usual checks, then BUSY unless the
+/// command is flagged allow-busy.
+fn run_one(srv: &mut Server, c: &mut Client, args: &Args, is_function: bool) {
+    match dispatch::check(srv, c, args) {
+        Err((_, e)) => {
+            if let Some(m) = c.multi.as_mut() {
+                m.aborted = true;
+            }
+            c.reply.error_line(&e.text());
+        }
+        Ok(cmd) if !cmd.spec.has(flags::ALLOW_BUSY) => {
+            if let Some(m) = c.multi.as_mut() {
+                m.aborted = true;
+            }
+            c.reply
+                .error_line(if is_function { BUSY_FUNCTION } else { BUSY_EVAL });
+        }
+        Ok(cmd) => {
+            let control = matches!(
+                cmd.spec.name,
+                "exec" | "discard" | "multi" | "watch" | "quit" | "reset"
+            );
+            if c.multi.is_some() && !control {
+                c.multi.as_mut().unwrap().queue.push(Queued {
+                    spec: cmd.spec,
+                    id: cmd.id,
+                    argv: args.to_owned(),
+                });
+                c.reply.raw(b"+QUEUED\r\n");
+            } else {
+                dispatch::call(srv, c, cmd, args, false);
+            }
+        }
+    }
+}

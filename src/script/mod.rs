@@ -43,6 +43,10 @@ pub struct Scripting {
     client: Option<Box<Client>>,
     /// Calls since the last full GC step.
     calls: u32,
+    /// Listening sockets (fd, unix socket path) the busy-script poller accepts on.
+    pub listeners: Vec<(std::os::fd::RawFd, Option<String>)>,
+    /// The server cell, for spawning tasks of connections accepted while busy.
+    pub server: Option<std::rc::Weak<std::cell::RefCell<Server>>>,
 }
 
 impl Scripting {
@@ -204,9 +208,6 @@ pub fn run(srv: &mut Server, caller: &mut Client, call: Call<'_>) {
         }
         ffi::lua_settop(l, base);
         vm::after_run(l);
-    }
-    if ctx.busy {
-        busy::finished(srv);
     }
     let s = &mut srv.ext.script;
     s.calls += 1;

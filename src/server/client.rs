@@ -120,7 +120,9 @@ pub struct Client {
     pub commands: u64,
     /// Query buffer size the task last reported (CLIENT LIST qbuf).
     pub qbuf: usize,
-    /// The socket's file descriptor (CLIENT LIST fd), -1 when there is none.
+    /// The socket's file descriptor (CLIENT LIST fd, and the busy-script
+    /// poller in `script::busy`, which reads and answers other clients while
+    /// the data thread is inside Lua); -1 when there is none.
     pub fd: i32,
     /// A command is waiting for CLIENT PAUSE to end (it stays in the query buffer).
     pub postponed: bool,
@@ -129,6 +131,9 @@ pub struct Client {
     pub obuf_soft_since: Option<i64>,
     /// Client-side caching mode; None when tracking is off (see `server::tracking`).
     pub tracking: Option<Box<super::tracking::ClientTracking>>,
+    /// Bytes the busy-script poller read but did not consume (an incomplete
+    /// command); the connection task takes them before reading the socket.
+    pub pending_input: Vec<u8>,
 }
 
 impl Client {
@@ -175,6 +180,7 @@ impl Client {
             postponed: false,
             obuf_soft_since: None,
             tracking: None,
+            pending_input: Vec::new(),
         }
     }
 

@@ -34,6 +34,11 @@ where
             let mut c = cell.state.borrow_mut();
             c.unblocked = false;
             c.postponed = false;
+            if !c.pending_input.is_empty() {
+                // Input the busy-script poller read off the socket (see script::busy).
+                inbuf.extend_from_slice(&c.pending_input);
+                c.pending_input.clear();
+            }
             if !cell.kill.get() {
                 process(&mut s, &mut c, &mut inbuf, &mut ranges, &mut need);
             }

@@ -83,49 +83,76 @@ fn accept_client<S>(
     addr: String,
     laddr: String,
     kind: ConnKind,
-    fd: i32,
 ) where
-    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + 'static,
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + std::os::fd::AsRawFd + 'static,
 {
-    let cell = {
-        let mut s = srv.borrow_mut();
-        s.stats.connections_received += 1;
-        let id = s.next_client_id;
-        s.next_client_id += 1;
-        let need_auth = s.config.requirepass.is_some();
-        let mut client = Client::new(id, addr, laddr, kind, need_auth);
-        client.fd = fd;
-        if s.clients.len() >= s.config.maxclients {
-            s.stats.rejected_connections += 1;
-            client.reply.error_line("ERR max number of clients reached");
-            client.close_after_reply = true;
-        } else if s.config.protected_mode
-            && s.config.requirepass.is_none()
-            && kind == ConnKind::Tcp
-            && !is_loopback(&client.addr)
-        {
-            client.reply.error_line(PROTECTED_MODE_ERROR);
-            client.close_after_reply = true;
-        }
-        let cell = Rc::new(ClientCell {
-            state: RefCell::new(client),
-            wake: Notify::new(),
-            kill: Cell::new(false),
-        });
-        s.clients.insert(id, cell.clone());
-        cell
-    };
+    let cell = register_client(&mut srv.borrow_mut(), stream.as_raw_fd(), addr, laddr, kind);
     let srv = srv.clone();
     tokio::task::spawn_local(async move {
         super::conn::serve(srv, cell, stream).await;
     });
 }
 
+/// As `accept_client`, for a connection accepted while the server state is
+/// already borrowed (by the busy-script poller, `script::busy`).
+pub fn accept_client_borrowed<S>(
+    srv: &Rc<RefCell<Server>>,
+    s: &mut Server,
+    stream: S,
+    addr: String,
+    laddr: String,
+    kind: ConnKind,
+) where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + std::os::fd::AsRawFd + 'static,
+{
+    let cell = register_client(s, stream.as_raw_fd(), addr, laddr, kind);
+    let srv = srv.clone();
+    tokio::task::spawn_local(async move {
+        super::conn::serve(srv, cell, stream).await;
+    });
+}
+
+/// Creates a client's state and adds it to the registry.
+fn register_client(
+    s: &mut Server,
+    fd: std::os::fd::RawFd,
+    addr: String,
+    laddr: String,
+    kind: ConnKind,
+) -> Rc<ClientCell> {
+    s.stats.connections_received += 1;
+    let id = s.next_client_id;
+    s.next_client_id += 1;
+    let need_auth = s.config.requirepass.is_some();
+    let mut client = Client::new(id, addr, laddr, kind, need_auth);
+    client.fd = fd;
+    if s.clients.len() >= s.config.maxclients {
+        s.stats.rejected_connections += 1;
+        client.reply.error_line("ERR max number of clients reached");
+        client.close_after_reply = true;
+    } else if s.config.protected_mode
+        && s.config.requirepass.is_none()
+        && kind == ConnKind::Tcp
+        && !is_loopback(&client.addr)
+    {
+        client.reply.error_line(PROTECTED_MODE_ERROR);
+        client.close_after_reply = true;
+    }
+    let cell = Rc::new(ClientCell {
+        state: RefCell::new(client),
+        wake: Notify::new(),
+        kill: Cell::new(false),
+    });
+    s.clients.insert(id, cell.clone());
+    cell
+}
+
 fn is_loopback(addr: &str) -> bool {
     addr.starts_with("127.") || addr.starts_with("[::1]") || addr.starts_with("::1")
 }
 
-const PROTECTED_MODE_ERROR: &str = "DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Set up an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.";
+/// Redis 7.0.15's text, typo included ("Setup a an").
+const PROTECTED_MODE_ERROR: &str = "DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Setup a an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.";
 
 /// Forgets a client that is gone: subscriptions, watches, blocking, monitors.
 pub fn remove_client(srv: &mut Server, c: &mut Client) {
@@ -145,6 +172,8 @@ pub async fn run(
     stop: std::sync::Arc<Notify>,
     handle_signals: bool,
 ) {
+    // The busy-script poller accepts connections on these while Lua runs.
+    crate::script::busy::register_listeners(&srv, &tcp, unix.as_ref());
     for l in tcp {
         let srv = srv.clone();
         tokio::task::spawn_local(async move {
@@ -152,12 +181,11 @@ pub async fn run(
                 match l.accept().await {
                     Ok((stream, peer)) => {
                         let _ = stream.set_nodelay(true);
-                        let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
                         let laddr = stream
                             .local_addr()
                             .map(|a| a.to_string())
                             .unwrap_or_default();
-                        accept_client(&srv, stream, peer.to_string(), laddr, ConnKind::Tcp, fd);
+                        accept_client(&srv, stream, peer.to_string(), laddr, ConnKind::Tcp);
                     }
                     Err(e) => {
                         log::warning(&format!("Accepting client connection: {e}"));
@@ -173,17 +201,13 @@ pub async fn run(
         tokio::task::spawn_local(async move {
             loop {
                 match l.accept().await {
-                    Ok((stream, _)) => {
-                        let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
-                        accept_client(
-                            &srv,
-                            stream,
-                            format!("{path}:0"),
-                            path.clone(),
-                            ConnKind::Unix,
-                            fd,
-                        )
-                    }
+                    Ok((stream, _)) => accept_client(
+                        &srv,
+                        stream,
+                        format!("{path}:0"),
+                        path.clone(),
+                        ConnKind::Unix,
+                    ),
                     Err(e) => {
                         log::warning(&format!("Accepting client connection: {e}"));
                         tokio::time::sleep(Duration::from_millis(10)).await;

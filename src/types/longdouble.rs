@@ -9,7 +9,7 @@
 //! step, and exact decimal conversion in both directions through a small bigint.
 //!
 //! Use [`incr_by_float`] for the whole INCRBYFLOAT step, or [`LongDouble::parse`],
-//! [`LongDouble::add`] and [`LongDouble::to_human`] separately.
+//! [`LongDouble::checked_add`] and [`LongDouble::to_human`] separately.
 
 use std::cmp::Ordering;
 
@@ -83,7 +83,7 @@ impl LongDouble {
 
     /// `self + other`, rounded to nearest-even. Infinity plus anything gives
     /// infinity or NaN, which callers reject, so it is returned as `None`.
-    pub fn add(self, other: LongDouble) -> Option<LongDouble> {
+    pub fn checked_add(self, other: LongDouble) -> Option<LongDouble> {
         let (
             LongDouble::Finite {
                 neg: na,
@@ -206,7 +206,7 @@ impl LongDouble {
 pub fn incr_by_float(current: &[u8], incr: &[u8]) -> Result<Vec<u8>, Error> {
     let a = LongDouble::parse(current).ok_or(Error::NotFloat)?;
     let b = LongDouble::parse(incr).ok_or(Error::NotFloat)?;
-    let sum = a.add(b).ok_or_else(nan_or_inf)?;
+    let sum = a.checked_add(b).ok_or_else(nan_or_inf)?;
     Ok(sum.to_human())
 }
 
@@ -448,7 +448,7 @@ impl Big {
         if self.0[..w].iter().any(|&x| x != 0) {
             return true;
         }
-        w < self.0.len() && i % 32 != 0 && self.0[w] & ((1u32 << (i % 32)) - 1) != 0
+        w < self.0.len() && !i.is_multiple_of(32) && self.0[w] & ((1u32 << (i % 32)) - 1) != 0
     }
 
     /// The value, which the caller knows fits in 64 bits.

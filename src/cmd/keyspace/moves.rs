@@ -11,16 +11,21 @@ fn same_object() -> Error {
     Error::msg("source and destination objects are the same")
 }
 
-/// Redis's `getIntFromObjectOrReply`: a 32-bit integer, or `err`.
-fn parse_int(arg: &[u8], err: Error) -> Result<i32, Error> {
-    parse_i64(arg)
-        .and_then(|n| i32::try_from(n).ok())
-        .ok_or(err)
+/// Redis's `getIntFromObjectOrReply`: a 32-bit integer. Errors with `msg`
+/// when given, else with Redis's not-an-integer or out-of-range text.
+fn parse_int(arg: &[u8], msg: Option<&'static str>) -> Result<i32, Error> {
+    let fail = |default: Error| msg.map_or(default, Error::msg);
+    let n = parse_i64(arg).ok_or_else(|| fail(Error::NotInteger))?;
+    i32::try_from(n).map_err(|_| {
+        fail(Error::msg(
+            "value is out of range, value must between -2147483648 and 2147483647",
+        ))
+    })
 }
 
 /// A database index for MOVE and COPY ... DB (`selectDb` rules).
 fn db_index(ctx: &Ctx, arg: &[u8]) -> Result<usize, Error> {
-    let id = parse_int(arg, Error::NotInteger)?;
+    let id = parse_int(arg, None)?;
     if id < 0 || id as usize >= ctx.srv.ks.dbs.len() {
         return Err(Error::DbIndex);
     }
@@ -96,7 +101,7 @@ pub fn copy(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         if opt.eq_ignore_ascii_case(b"REPLACE") {
             replace = true;
         } else if opt.eq_ignore_ascii_case(b"DB") && args.has_more() {
-            let id = parse_int(args.next().unwrap(), Error::NotInteger)?;
+            let id = parse_int(args.next().unwrap(), None)?;
             if id < 0 || id as usize >= ctx.srv.ks.dbs.len() {
                 return Err(Error::DbIndex);
             }
@@ -161,8 +166,8 @@ pub fn move_(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// `OK`. Clients stay on their database number and see the other data;
 /// WATCHed keys that exist on either side are touched.
 pub fn swapdb(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
-    let a = parse_int(args.at(1), Error::msg("invalid first DB index"))?;
-    let b = parse_int(args.at(2), Error::msg("invalid second DB index"))?;
+    let a = parse_int(args.at(1), Some("invalid first DB index"))?;
+    let b = parse_int(args.at(2), Some("invalid second DB index"))?;
     let n = ctx.srv.ks.dbs.len();
     if a < 0 || b < 0 || a as usize >= n || b as usize >= n {
         return Err(Error::DbIndex);

@@ -78,7 +78,7 @@ fn idletime(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let lfu = policy_is_lfu(ctx);
     if let Some(e) = lookup(ctx, args) {
         if lfu {
-            return Err(Error::msg("An LRU maxmemory policy is not selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."));
+            return Err(Error::msg("An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."));
         }
         let idle = e.idle_secs();
         ctx.out().int(idle as i64);

@@ -26,7 +26,7 @@ pub static SUBS: &[CommandSpec] = &[
     CommandSpec::new("client|unpause", 2, ADMIN_SUB, (0, 0, 0), unpause),
     CommandSpec::new("client|reply", 3, SUB, (0, 0, 0), reply),
     CommandSpec::new("client|no-evict", 3, ADMIN_SUB, (0, 0, 0), no_evict),
-    CommandSpec::new("client|no-touch", 3, SUB | FAST, (0, 0, 0), no_touch),
+    CommandSpec::new("client|no-touch", 3, SUB, (0, 0, 0), no_touch),
     CommandSpec::new("client|unblock", -3, ADMIN_SUB, (0, 0, 0), unblock),
     CommandSpec::new("client|help", 2, LOADING | STALE, (0, 0, 0), help),
     // Client-side caching (handlers in cmd::tracking).
@@ -334,6 +334,8 @@ fn list(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             return Err(Error::Syntax);
         }
     }
+    // Redis shows the running command as the caller's `cmd=`.
+    ctx.client.last_cmd = ctx.spec.name;
     let mut text = String::new();
     each_client(ctx.srv, ctx.client, |c, cur| {
         if ty.is_some_and(|t| t != type_of(c)) {
@@ -354,6 +356,7 @@ fn list(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// ```
 /// Verbatim string: this connection's CLIENT LIST line.
 fn info(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
+    ctx.client.last_cmd = ctx.spec.name;
     let mut text = describe(ctx.client, true);
     text.push('\n');
     ctx.out().verbatim(text.as_bytes());

@@ -176,7 +176,10 @@ fn list(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     Ok(())
 }
 
-/// The command named at the cursor and the key positions in the rest (COMMAND GETKEYS*).
+/// The command named at the cursor and the key positions in the rest
+/// (COMMAND GETKEYS*), checked in Redis's order: known command, has keys at
+/// all, arity, then keys found (none is fine for `no_mandatory_keys` commands
+/// such as EVAL with 0 keys).
 fn keys_of<'a>(args: &Args<'a>) -> Result<(&'static CommandSpec, Args<'a>, Vec<usize>), Error> {
     let start = args.pos();
     let argv = crate::command::Argv::from_slices(args.from(start));
@@ -185,16 +188,19 @@ fn keys_of<'a>(args: &Args<'a>) -> Result<(&'static CommandSpec, Args<'a>, Vec<u
         Ok(c) => c.spec,
         Err(_) => return Err(Error::msg("Invalid command specified")),
     };
+    let has_keys = spec.first_key > 0
+        || spec.keys_fn.is_some()
+        || meta::get(spec.name).is_some_and(|m| !m.key_specs().is_empty());
+    if !has_keys {
+        return Err(Error::msg("The command has no key arguments"));
+    }
     if !spec.arity_ok(sub_args.len()) {
         return Err(Error::msg(
             "Invalid number of arguments specified for command",
         ));
     }
     let keys = spec.key_positions(&sub_args);
-    if keys.is_empty() {
-        if spec.first_key == 0 && spec.keys_fn.is_none() {
-            return Err(Error::msg("The command has no key arguments"));
-        }
+    if keys.is_empty() && !spec.has(NO_MANDATORY_KEYS) {
         return Err(Error::msg("Invalid arguments specified for command"));
     }
     // The positions index the sub-command's arguments; shift them to ours.

@@ -94,7 +94,7 @@ fn set_failed(name: &str, why: &str) -> Error {
 /// `OK`. All pairs are checked first and applied together: when one fails,
 /// every parameter keeps its previous value.
 fn set(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
-    if args.remaining() % 2 != 0 {
+    if !args.remaining().is_multiple_of(2) {
         return Err(Error::Syntax);
     }
     let mut pairs: Vec<(String, &'static crate::config::Param, String)> = Vec::new();
@@ -166,6 +166,14 @@ fn after_set(ctx: &mut Ctx, before: &crate::config::Config) {
     if cfg.loglevel != before.loglevel {
         crate::log::set_level(cfg.loglevel);
     }
+    for p in crate::config::PARAMS.iter().filter(|p| !p.acted()) {
+        if cfg.get(p.name) != before.get(p.name) {
+            crate::log::warning(&format!(
+                "CONFIG SET {}: Oxidis accepts this parameter but does not act on it yet",
+                p.name
+            ));
+        }
+    }
     let max = cfg.slowlog_max_len;
     ctx.srv.ext.slowlog.trim(max);
 }
@@ -176,6 +184,11 @@ fn after_set(ctx: &mut Ctx, before: &crate::config::Config) {
 /// `OK`: INFO's counters, command and error stats start again from zero.
 fn resetstat(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
     ctx.srv.stats.reset();
+    for db in ctx.srv.ks.dbs.iter_mut() {
+        db.hits = 0;
+        db.misses = 0;
+        db.expired_count = 0;
+    }
     ctx.out().ok();
     Ok(())
 }

@@ -348,11 +348,14 @@ fn stats(srv: &Server, out: &mut String) {
     line!(out, "instantaneous_input_repl_kbps:0.00");
     line!(out, "instantaneous_output_repl_kbps:0.00");
     line!(out, "rejected_connections:{}", st.rejected_connections);
+    let (hits, misses, expired) = srv.ks.dbs.iter().fold((0, 0, 0), |(h, m, e), db| {
+        (h + db.hits, m + db.misses, e + db.expired_count)
+    });
+    for f in ["sync_full:0", "sync_partial_ok:0", "sync_partial_err:0"] {
+        line!(out, "{f}");
+    }
+    line!(out, "expired_keys:{expired}");
     for f in [
-        "sync_full:0",
-        "sync_partial_ok:0",
-        "sync_partial_err:0",
-        "expired_keys:0",
         "expired_stale_perc:0.00",
         "expired_time_cap_reached_count:0",
         "expire_cycle_cpu_milliseconds:0",
@@ -364,11 +367,11 @@ fn stats(srv: &Server, out: &mut String) {
         "evicted_clients:0",
         "total_eviction_exceeded_time:0",
         "current_eviction_exceeded_time:0",
-        "keyspace_hits:0",
-        "keyspace_misses:0",
     ] {
         line!(out, "{f}");
     }
+    line!(out, "keyspace_hits:{hits}");
+    line!(out, "keyspace_misses:{misses}");
     line!(out, "pubsub_channels:{}", srv.pubsub.channels.len());
     line!(out, "pubsub_patterns:{}", srv.pubsub.patterns.len());
     line!(

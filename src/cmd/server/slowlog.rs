@@ -65,6 +65,32 @@ impl SlowLog {
     }
 }
 
+/// Arguments Redis replaces by `(redacted)` in the slow log and MONITOR:
+/// passwords of AUTH, HELLO ... AUTH and MIGRATE ... AUTH/AUTH2.
+pub fn redacted(args: &Args) -> Vec<usize> {
+    let name = args.at(0);
+    let mut out = Vec::new();
+    if name.eq_ignore_ascii_case(b"auth") {
+        out.extend(1..args.len());
+    } else if name.eq_ignore_ascii_case(b"hello") || name.eq_ignore_ascii_case(b"migrate") {
+        let mut i = 1;
+        while i < args.len() {
+            let a = args.at(i);
+            if a.eq_ignore_ascii_case(b"auth") && name.eq_ignore_ascii_case(b"migrate") {
+                out.push(i + 1);
+                i += 2;
+            } else if a.eq_ignore_ascii_case(b"auth") || a.eq_ignore_ascii_case(b"auth2") {
+                out.extend([i + 1, i + 2]);
+                i += 3;
+            } else {
+                i += 1;
+            }
+        }
+        out.retain(|&p| p < args.len());
+    }
+    out
+}
+
 /// Logs a command that took `duration_us` when it passes the threshold
 /// (called by dispatch after every command without `skip_slowlog`).
 pub fn record(srv: &mut Server, client: &Client, args: &Args, duration_us: i64) {
@@ -74,8 +100,13 @@ pub fn record(srv: &mut Server, client: &Client, args: &Args, duration_us: i64) 
     }
     let argc = args.len();
     let kept = argc.min(MAX_ARGC);
+    let hidden = redacted(args);
     let mut argv = Vec::with_capacity(kept);
     for i in 0..kept {
+        if hidden.contains(&i) {
+            argv.push(b"(redacted)".to_vec());
+            continue;
+        }
         if kept < argc && i == kept - 1 {
             argv.push(format!("... ({} more arguments)", argc - kept + 1).into_bytes());
             break;

@@ -226,7 +226,7 @@ pub fn msetnx(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 }
 
 fn mset_generic(ctx: &mut Ctx, args: &mut Args, nx: bool) -> CmdResult {
-    if args.len() % 2 == 0 {
+    if args.len().is_multiple_of(2) {
         return Err(Error::Arity(ctx.spec.name.into()));
     }
     if nx {
@@ -289,10 +289,8 @@ pub fn getex(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             db.set_expire(key, at);
             ctx.modified(key, notify::GENERIC, "expire");
         }
-        None if o.persist => {
-            if db.persist(key) {
-                ctx.modified(key, notify::GENERIC, "persist");
-            }
+        None if o.persist && db.persist(key) => {
+            ctx.modified(key, notify::GENERIC, "persist");
         }
         None => {}
     }

@@ -152,8 +152,13 @@ fn numkeys_positions(args: &Args, at: usize) -> Vec<usize> {
 
 /// `Z*STORE dst numkeys key ...`: the destination, then the sources.
 fn store_keys(args: &Args) -> Vec<usize> {
+    // As Redis's zunionInterDiffStoreGetKeys: a bad numkeys means no keys at all.
+    let sources = numkeys_positions(args, 2);
+    if sources.is_empty() {
+        return sources;
+    }
     let mut v = vec![1];
-    v.extend(numkeys_positions(args, 2));
+    v.extend(sources);
     v
 }
 
