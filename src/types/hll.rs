@@ -385,6 +385,31 @@ pub fn store_registers(
     Ok(())
 }
 
+/// Every register of a dense HLL.
+pub fn registers(b: &[u8]) -> Vec<u8> {
+    (0..REGISTERS).map(|i| dense_get(&b[HDR..], i)).collect()
+}
+
+/// The sparse opcodes as PFDEBUG DECODE prints them (`z:len`, `Z:len`,
+/// `v:value,len`), or None for a dense HLL.
+pub fn decode_sparse(b: &[u8]) -> Option<String> {
+    if is_dense(b) {
+        return None;
+    }
+    let mut parts = Vec::new();
+    let mut p = HDR;
+    while p < b.len() {
+        let op = Op::at(b, p);
+        parts.push(match op {
+            Op::Zero(n) => format!("z:{n}"),
+            Op::XZero(n) => format!("Z:{n}"),
+            Op::Val(v, n) => format!("v:{v},{n}"),
+        });
+        p += op.bytes();
+    }
+    Some(parts.join(" "))
+}
+
 /// The register histogram of an HLL.
 pub fn histogram(b: &[u8]) -> Result<[u32; 64], Corrupt> {
     let mut h = [0u32; 64];
