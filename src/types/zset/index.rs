@@ -223,6 +223,15 @@ impl Index {
             return;
         }
         let (mut ci, off) = self.locate(start);
+        if off + left <= self.chunks[ci].len() {
+            // Within one chunk (pops, small rank ranges): O(log n) bookkeeping.
+            for e in self.chunks[ci].drain(off..off + left) {
+                f(e);
+            }
+            self.len -= left;
+            self.after_shrink(ci, left);
+            return;
+        }
         let mut off = off;
         while left > 0 {
             let c = &mut self.chunks[ci];

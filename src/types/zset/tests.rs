@@ -105,6 +105,15 @@ fn index_matches_sorted_vec_model() {
                         let b = (a + n).min(model.len());
                         assert_eq!(z.remove_ranks(a, b), b - a);
                         model.drain(a..b);
+                    } else if !model.is_empty() {
+                        let max = rng.next().is_multiple_of(2);
+                        let (m, s) = z.pop(max).unwrap();
+                        let (ms, mm) = if max {
+                            model.pop().unwrap()
+                        } else {
+                            model.remove(0)
+                        };
+                        assert_eq!((s, m), (ms, mm));
                     }
                 }
             }
