@@ -5,6 +5,10 @@ pub use crate::resp::decode::parse_i64;
 /// Formats like C's `printf("%.17g", d)`, which is how Redis 7.0 replies with
 /// doubles (`addReplyDouble`), with `inf`/`-inf` spelled out.
 pub fn fmt_double(d: f64) -> String {
+    // Fast path: an integral value below 1e15 prints as the integer itself.
+    if d.fract() == 0.0 && d.abs() < 1e15 && d != 0.0 {
+        return itoa::Buffer::new().format(d as i64).to_string();
+    }
     fmt_g(d, 17)
 }
 
@@ -126,6 +130,10 @@ mod tests {
         assert_eq!(fmt_double(0.0001), "0.0001");
         assert_eq!(fmt_double(12345678901234567.0), "12345678901234568");
         assert_eq!(fmt_double(f64::INFINITY), "inf");
+        assert_eq!(fmt_double(-42.0), "-42");
+        assert_eq!(fmt_double(999_999_999_999_999.0), "999999999999999");
+        assert_eq!(fmt_double(1e15), "1000000000000000");
+        assert_eq!(fmt_double(-0.0), "-0");
     }
 
     #[test]

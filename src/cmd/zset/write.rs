@@ -129,7 +129,7 @@ fn add_generic(ctx: &mut Ctx, args: &mut Args, f: AddFlags) -> CmdResult {
                 result = new;
                 processed += 1;
                 if new != cur {
-                    z.set(m, new, limits);
+                    z.update_existing(m, cur, new);
                     updated += 1;
                 }
             }
