@@ -50,6 +50,10 @@ pub unsafe fn remove_hook(l: State) {
 }
 
 unsafe extern "C-unwind" fn hook(l: State, _ar: *mut ffi::lua_Debug) {
+    if super::function::load_timed_out() {
+        super::redis_lib::push_error(l, b"FUNCTION LOAD timeout");
+        lua::raise(l);
+    }
     let Some(run) = run_ctx() else {
         return;
     };

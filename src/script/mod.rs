@@ -11,8 +11,10 @@ pub mod bit;
 pub mod busy;
 pub mod cjson;
 pub mod convert;
+pub mod function;
 pub mod lua;
 pub mod msgpack;
+pub mod payload;
 pub mod redis_lib;
 pub mod structlib;
 pub mod vm;
@@ -45,6 +47,8 @@ pub struct Scripting {
     calls: u32,
     /// Listening sockets (fd, unix socket path) the busy-script poller accepts on.
     pub listeners: Vec<(std::os::fd::RawFd, Option<String>)>,
+    /// FUNCTION libraries (their own VM).
+    pub functions: function::Functions,
     /// The server cell, for spawning tasks of connections accepted while busy.
     pub server: Option<std::rc::Weak<std::cell::RefCell<Server>>>,
 }
@@ -91,6 +95,8 @@ pub struct RunCtx {
     pub last_poll: Instant,
     /// True when the script runs a FUNCTION (FCALL): FUNCTION KILL, not SCRIPT KILL.
     pub is_function: bool,
+    /// The FCALL command line, for FUNCTION STATS.
+    pub command: Vec<Vec<u8>>,
 }
 
 thread_local! {
@@ -151,6 +157,8 @@ pub struct Call<'a> {
     pub args: Vec<&'a [u8]>,
     pub read_only: bool,
     pub is_function: bool,
+    /// The FCALL command line (FUNCTION STATS shows it); empty for EVAL.
+    pub command: Vec<Vec<u8>>,
 }
 
 /// Runs a compiled script for `caller`, writing its reply (or error) into
@@ -169,7 +177,11 @@ pub fn run(srv: &mut Server, caller: &mut Client, call: Call<'_>) {
     sc.db = caller.db;
     sc.reply.resp = 2;
     sc.reply.buf.clear();
-    let l = srv.ext.script.vm().l;
+    let l = if call.is_function {
+        srv.ext.script.functions.state()
+    } else {
+        srv.ext.script.vm().l
+    };
     let threshold = srv.config.get_i64("busy-reply-threshold").max(0) as u64;
     let now = Instant::now();
     let mut ctx = RunCtx {
@@ -186,17 +198,26 @@ pub fn run(srv: &mut Server, caller: &mut Client, call: Call<'_>) {
         threshold_ms: threshold,
         last_poll: now,
         is_function: call.is_function,
+        command: call.command,
     };
     RUN.with(|c| c.set(&mut ctx as *mut RunCtx));
     // SAFETY: the VM belongs to this server and thread; `RUN` points at
     // `ctx`, which outlives the call; `srv` is not used again until Lua returns.
     unsafe {
-        vm::set_keys_argv(l, &call.keys, &call.args);
+        if !call.is_function {
+            vm::set_keys_argv(l, &call.keys, &call.args);
+        }
         busy::install_hook(l);
         let base = ffi::lua_gettop(l);
         vm::push_error_handler(l);
         ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, call.func_ref as _);
-        let rc = ffi::lua_pcall(l, 0, 1, base + 1);
+        let nargs = if call.is_function {
+            function::push_keys_args(l, &call.keys, &call.args);
+            2
+        } else {
+            0
+        };
+        let rc = ffi::lua_pcall(l, nargs, 1, base + 1);
         busy::remove_hook(l);
         RUN.with(|c| c.set(std::ptr::null_mut()));
         if rc == 0 {

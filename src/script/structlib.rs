@@ -222,6 +222,9 @@ unsafe fn pack_inner(l: State, out: &mut Vec<u8>) -> Result<(), SErr> {
 }
 
 unsafe extern "C-unwind" fn pack(l: State) -> c_int {
+    // The C library pushes a nil here (its buffer marker), so a missing
+    // argument reads as nil rather than "no value".
+    ffi::lua_pushnil(l);
     let mut out = Vec::new();
     match pack_inner(l, &mut out) {
         Ok(()) => {

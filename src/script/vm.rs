@@ -221,6 +221,31 @@ pub unsafe fn load_chunk(l: State, body: &[u8], name: &str) -> c_int {
     )
 }
 
+/// Pushes the table behind the globals scripts see.
+pub unsafe fn push_globals(l: State) {
+    get_registry(l, REG_REAL_G);
+}
+
+/// Replaces the table on top of the stack by a read-only view of it.
+pub unsafe fn make_readonly(l: State) {
+    let t = ffi::lua_gettop(l);
+    ffi::lua_createtable(l, 0, 0);
+    ffi::lua_createtable(l, 0, 3);
+    ffi::lua_pushvalue(l, t);
+    lua::set_field(l, -2, "__index");
+    ffi::lua_pushcclosure(l, readonly_newindex, 0);
+    lua::set_field(l, -2, "__newindex");
+    ffi::lua_pushboolean(l, 0);
+    lua::set_field(l, -2, "__metatable");
+    ffi::lua_setmetatable(l, -2);
+    get_registry(l, REG_RO);
+    ffi::lua_pushvalue(l, -2);
+    ffi::lua_pushvalue(l, t);
+    ffi::lua_rawset(l, -3);
+    ffi::lua_pop(l, 1);
+    ffi::lua_replace(l, t);
+}
+
 /// Pushes the error handler (Redis's `__redis__err__handler`).
 pub unsafe fn push_error_handler(l: State) {
     get_registry(l, REG_ERRH);

@@ -1,5 +1,8 @@
 //! The scripting command family: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and
-//! SCRIPT. The engine itself lives in `crate::script`.
+//! SCRIPT here; FCALL and FUNCTION in `function`. The engine itself lives in
+//! `crate::script`.
+
+pub mod function;
 
 use crate::command::flags::*;
 use crate::command::{Args, CommandSpec};
@@ -17,6 +20,11 @@ pub static SPECS: &[CommandSpec] = &[
     CommandSpec::new("evalsha_ro", -3, READONLY | EVAL_FLAGS, (0, 0, 0), evalsha_ro)
         .with_keys_fn(numkeys_keys),
     CommandSpec::container("script", -2, SCRIPT_SUBS),
+    CommandSpec::new("fcall", -3, EVAL_FLAGS, (0, 0, 0), function::fcall)
+        .with_keys_fn(numkeys_keys),
+    CommandSpec::new("fcall_ro", -3, READONLY | EVAL_FLAGS, (0, 0, 0), function::fcall_ro)
+        .with_keys_fn(numkeys_keys),
+    CommandSpec::container("function", -2, function::SUBS),
 ];
 
 static SCRIPT_SUBS: &[CommandSpec] = &[
@@ -91,6 +99,7 @@ fn eval_generic(ctx: &mut Ctx, args: &Args, by_sha: bool, read_only: bool) -> Cm
         args: argv,
         read_only,
         is_function: false,
+        command: Vec::new(),
     };
     script::run(ctx.srv, ctx.client, call);
     Ok(())
