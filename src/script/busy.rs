@@ -11,10 +11,10 @@
 //! task to flush). Clients with a partial command already buffered in their
 //! task, blocked clients and the caller are left alone until the script ends.
 
+use std::cell::RefCell;
 use std::ffi::c_int;
 use std::io::{Read, Write};
 use std::mem::ManuallyDrop;
-use std::cell::RefCell;
 use std::os::fd::{AsRawFd, FromRawFd};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -112,11 +112,19 @@ fn accept_new(srv: &mut Server) {
             // SAFETY: the listener fds stay open while the server runs;
             // ManuallyDrop keeps them from being closed here.
             if let Some(path) = &unix_path {
-                let l = ManuallyDrop::new(unsafe { std::os::unix::net::UnixListener::from_raw_fd(fd) });
+                let l =
+                    ManuallyDrop::new(unsafe { std::os::unix::net::UnixListener::from_raw_fd(fd) });
                 let Ok((st, _)) = l.accept() else { break };
                 let _ = st.set_nonblocking(true);
                 if let Ok(t) = tokio::net::UnixStream::from_std(st) {
-                    accept_client_borrowed(&rc, srv, t, format!("{path}:0"), path.clone(), ConnKind::Unix);
+                    accept_client_borrowed(
+                        &rc,
+                        srv,
+                        t,
+                        format!("{path}:0"),
+                        path.clone(),
+                        ConnKind::Unix,
+                    );
                 }
             } else {
                 let l = ManuallyDrop::new(unsafe { std::net::TcpListener::from_raw_fd(fd) });
@@ -135,7 +143,12 @@ fn accept_new(srv: &mut Server) {
 /// Reads and answers every other client once.
 fn poll(srv: &mut Server, caller: crate::db::ClientId, is_function: bool) {
     accept_new(srv);
-    let ids: Vec<_> = srv.clients.keys().copied().filter(|&id| id != caller).collect();
+    let ids: Vec<_> = srv
+        .clients
+        .keys()
+        .copied()
+        .filter(|&id| id != caller)
+        .collect();
     for id in ids {
         let Some(cell) = srv.clients.get(&id).cloned() else {
             continue;
@@ -235,8 +248,11 @@ fn run_one(srv: &mut Server, c: &mut Client, args: &Args, is_function: bool) {
             if let Some(m) = c.multi.as_mut() {
                 m.aborted = true;
             }
-            c.reply
-                .error_line(if is_function { BUSY_FUNCTION } else { BUSY_EVAL });
+            c.reply.error_line(if is_function {
+                BUSY_FUNCTION
+            } else {
+                BUSY_EVAL
+            });
         }
         Ok(cmd) => {
             let control = matches!(

@@ -384,7 +384,9 @@ impl<'a> Parser<'a> {
         } else if self.at(p) <= b'9' {
             return false;
         }
-        let word: Vec<u8> = (0..3).map(|i| self.at(p + i).to_ascii_lowercase()).collect();
+        let word: Vec<u8> = (0..3)
+            .map(|i| self.at(p + i).to_ascii_lowercase())
+            .collect();
         word == b"inf" || word == b"nan"
     }
 
@@ -581,7 +583,11 @@ pub fn strtod(s: &[u8]) -> Option<(f64, usize)> {
         _ => false,
     };
     let sign = if neg { -1.0 } else { 1.0 };
-    let lower: Vec<u8> = s[p..].iter().take(8).map(|c| c.to_ascii_lowercase()).collect();
+    let lower: Vec<u8> = s[p..]
+        .iter()
+        .take(8)
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
     if lower.starts_with(b"infinity") {
         return Some((sign * f64::INFINITY, p + 8));
     }
@@ -688,7 +694,10 @@ pub fn strtod(s: &[u8]) -> Option<(f64, usize)> {
     }
     let text = std::str::from_utf8(&s[p..q]).ok()?;
     let text = text.strip_suffix('.').unwrap_or(text);
-    let v: f64 = text.parse().ok().or_else(|| format!("{text}0").parse().ok())?;
+    let v: f64 = text
+        .parse()
+        .ok()
+        .or_else(|| format!("{text}0").parse().ok())?;
     Some((sign * v, q))
 }
 

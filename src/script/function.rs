@@ -95,7 +95,9 @@ fn parse_meta(code: &[u8]) -> Result<Meta<'_>, String> {
     for p in &parts[1..] {
         if p.len() >= 5 && p[..5].eq_ignore_ascii_case("name=") {
             if name.is_some() {
-                return Err("Invalid metadata value, name argument was given multiple times".into());
+                return Err(
+                    "Invalid metadata value, name argument was given multiple times".into(),
+                );
             }
             name = Some(p[5..].to_string());
             continue;
@@ -155,11 +157,7 @@ impl Functions {
 
     /// FUNCTION DELETE.
     pub fn delete(&mut self, name: &[u8]) -> bool {
-        let Some(pos) = self
-            .libs
-            .iter()
-            .position(|l| l.name.as_bytes().eq_ignore_ascii_case(name))
-        else {
+        let Some(pos) = self.libs.iter().position(|l| l.name.as_bytes() == name) else {
             return false;
         };
         let lib = self.libs.remove(pos);
@@ -181,10 +179,7 @@ impl Functions {
         if meta.engine != "lua" {
             return Err(format!("Engine '{}' not found", meta.engine));
         }
-        let old = self
-            .libs
-            .iter()
-            .position(|l| l.name.eq_ignore_ascii_case(&meta.name));
+        let old = self.libs.iter().position(|l| l.name == meta.name);
         if old.is_some() && !replace {
             return Err(format!("Library '{}' already exists", meta.name));
         }
@@ -373,7 +368,11 @@ unsafe fn read_args(l: State) -> Result<Function, &'static str> {
     while ffi::lua_next(l, 1) != 0 {
         if ffi::lua_type(l, -2) != ffi::LUA_TSTRING {
             ffi::lua_pop(l, 2);
-            return fail(l, func_ref, "named argument key given to redis.register_function is not a string");
+            return fail(
+                l,
+                func_ref,
+                "named argument key given to redis.register_function is not a string",
+            );
         }
         let key = to_bytes(l, -2).unwrap_or_default().to_ascii_lowercase();
         let is_str = matches!(ffi::lua_type(l, -1), ffi::LUA_TSTRING | ffi::LUA_TNUMBER);
@@ -381,21 +380,34 @@ unsafe fn read_args(l: State) -> Result<Function, &'static str> {
             b"function_name" => {
                 if !is_str {
                     ffi::lua_pop(l, 2);
-                    return fail(l, func_ref, "function_name argument given to redis.register_function must be a string");
+                    return fail(
+                        l,
+                        func_ref,
+                        "function_name argument given to redis.register_function must be a string",
+                    );
                 }
-                name = Some(String::from_utf8_lossy(to_bytes(l, -1).unwrap_or_default()).into_owned());
+                name =
+                    Some(String::from_utf8_lossy(to_bytes(l, -1).unwrap_or_default()).into_owned());
             }
             b"description" => {
                 if !is_str {
                     ffi::lua_pop(l, 2);
-                    return fail(l, func_ref, "description argument given to redis.register_function must be a string");
+                    return fail(
+                        l,
+                        func_ref,
+                        "description argument given to redis.register_function must be a string",
+                    );
                 }
                 desc = Some(to_bytes(l, -1).unwrap_or_default().to_vec());
             }
             b"callback" => {
                 if ffi::lua_type(l, -1) != ffi::LUA_TFUNCTION {
                     ffi::lua_pop(l, 2);
-                    return fail(l, func_ref, "callback argument given to redis.register_function must be a function");
+                    return fail(
+                        l,
+                        func_ref,
+                        "callback argument given to redis.register_function must be a function",
+                    );
                 }
                 if let Some(r) = func_ref {
                     ffi::luaL_unref(l, ffi::LUA_REGISTRYINDEX, r);
@@ -418,13 +430,21 @@ unsafe fn read_args(l: State) -> Result<Function, &'static str> {
             }
             _ => {
                 ffi::lua_pop(l, 2);
-                return fail(l, func_ref, "unknown argument given to redis.register_function");
+                return fail(
+                    l,
+                    func_ref,
+                    "unknown argument given to redis.register_function",
+                );
             }
         }
         ffi::lua_pop(l, 1);
     }
     let Some(name) = name else {
-        return fail(l, func_ref, "redis.register_function must get a function name argument");
+        return fail(
+            l,
+            func_ref,
+            "redis.register_function must get a function name argument",
+        );
     };
     let Some(func_ref) = func_ref else {
         return Err("redis.register_function must get a callback argument");
@@ -453,7 +473,11 @@ unsafe extern "C-unwind" fn register_function(l: State) -> c_int {
             if !valid_name(f.name.as_bytes()) {
                 ffi::luaL_unref(l, ffi::LUA_REGISTRYINDEX, f.func_ref);
                 "Function names can only contain letters, numbers, or underscores(_) and must be at least one character long"
-            } else if ctx.funcs.iter().any(|g| g.name.eq_ignore_ascii_case(&f.name)) {
+            } else if ctx
+                .funcs
+                .iter()
+                .any(|g| g.name.eq_ignore_ascii_case(&f.name))
+            {
                 ffi::luaL_unref(l, ffi::LUA_REGISTRYINDEX, f.func_ref);
                 "Function already exists in the library"
             } else {

@@ -136,9 +136,10 @@ pub fn load(s: &mut Scripting, body: &[u8]) -> Result<[u8; 40], Error> {
     if s.scripts.contains_key(&sha) {
         return Ok(sha);
     }
-    let func_ref = s.vm().compile(body, "@user_script").map_err(|e| {
-        Error::Msg(format!("Error compiling script (new function): {e}").into())
-    })?;
+    let func_ref = s
+        .vm()
+        .compile(body, "@user_script")
+        .map_err(|e| Error::Msg(format!("Error compiling script (new function): {e}").into()))?;
     s.scripts.insert(
         sha,
         Script {

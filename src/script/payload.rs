@@ -12,7 +12,11 @@ pub fn crc64(mut crc: u64, data: &[u8]) -> u64 {
     for &b in data {
         crc ^= b as u64;
         for _ in 0..8 {
-            crc = if crc & 1 != 0 { (crc >> 1) ^ POLY } else { crc >> 1 };
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ POLY
+            } else {
+                crc >> 1
+            };
         }
     }
     crc

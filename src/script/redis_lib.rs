@@ -65,7 +65,10 @@ pub unsafe fn push_error(l: State, text: &[u8]) {
     };
     let is_crlf = |b: &u8| *b == b'\r' || *b == b'\n';
     let start = msg.iter().position(|b| !is_crlf(b)).unwrap_or(msg.len());
-    let end = msg.iter().rposition(|b| !is_crlf(b)).map_or(start, |e| e + 1);
+    let end = msg
+        .iter()
+        .rposition(|b| !is_crlf(b))
+        .map_or(start, |e| e + 1);
     let msg = &msg[start..end];
     let mut full = Vec::with_capacity(code.len() + 1 + msg.len());
     full.extend_from_slice(code);
@@ -95,7 +98,11 @@ thread_local! {
 
 /// Reads the Lua arguments into `buf`/`ranges` as Redis's
 /// `luaArgsToRedisArgv` does: strings as they are, numbers as `%.17g`.
-unsafe fn read_args(l: State, buf: &mut Vec<u8>, ranges: &mut Vec<(usize, usize)>) -> Result<(), &'static str> {
+unsafe fn read_args(
+    l: State,
+    buf: &mut Vec<u8>,
+    ranges: &mut Vec<(usize, usize)>,
+) -> Result<(), &'static str> {
     let argc = ffi::lua_gettop(l);
     if argc == 0 {
         return Err("Please specify at least one argument for this redis lib call");
@@ -136,7 +143,8 @@ unsafe fn execute(l: State) -> bool {
     ranges.clear();
     let checked = read_args(l, &mut buf, &mut ranges).and_then(|()| {
         let args = Args::new(&buf, &ranges);
-        let cmd = dispatch::resolve(&args).map_err(|_| "Unknown Redis command called from script")?;
+        let cmd =
+            dispatch::resolve(&args).map_err(|_| "Unknown Redis command called from script")?;
         if !cmd.spec.arity_ok(args.len()) {
             return Err("Wrong number of args calling Redis command from script");
         }
@@ -271,7 +279,10 @@ unsafe extern "C-unwind" fn setresp(l: State) -> c_int {
 
 unsafe extern "C-unwind" fn set_repl(l: State) -> c_int {
     if run_ctx().is_none() {
-        return raise_error(l, "redis.set_repl can only be called inside a script invocation");
+        return raise_error(
+            l,
+            "redis.set_repl can only be called inside a script invocation",
+        );
     }
     if ffi::lua_gettop(l) != 1 {
         return raise_error(l, "redis.set_repl() requires two arguments.");

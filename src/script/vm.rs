@@ -40,7 +40,10 @@ unsafe extern "C" fn lua_alloc(
     let osize = if ptr.is_null() { 0 } else { osize };
     if nsize == 0 {
         if !ptr.is_null() {
-            alloc::dealloc(ptr as *mut u8, Layout::from_size_align_unchecked(osize, ALIGN));
+            alloc::dealloc(
+                ptr as *mut u8,
+                Layout::from_size_align_unchecked(osize, ALIGN),
+            );
             a.used -= osize;
         }
         return std::ptr::null_mut();
@@ -178,11 +181,7 @@ struct Reader<'a> {
     step: u8,
 }
 
-unsafe extern "C-unwind" fn reader(
-    _l: State,
-    ud: *mut c_void,
-    size: *mut usize,
-) -> *const c_char {
+unsafe extern "C-unwind" fn reader(_l: State, ud: *mut c_void, size: *mut usize) -> *const c_char {
     let r = &mut *(ud as *mut Reader);
     match r.step {
         0 => {

@@ -15,8 +15,20 @@ pub static SUBS: &[CommandSpec] = &[
     CommandSpec::new("function|help", 2, LOADING | STALE, (0, 0, 0), help),
     CommandSpec::new("function|kill", 2, NOSCRIPT | ALLOW_BUSY, (0, 0, 0), kill),
     CommandSpec::new("function|list", -2, NOSCRIPT, (0, 0, 0), list),
-    CommandSpec::new("function|load", -3, WRITE | DENYOOM | NOSCRIPT, (0, 0, 0), load),
-    CommandSpec::new("function|restore", -3, WRITE | DENYOOM | NOSCRIPT, (0, 0, 0), restore),
+    CommandSpec::new(
+        "function|load",
+        -3,
+        WRITE | DENYOOM | NOSCRIPT,
+        (0, 0, 0),
+        load,
+    ),
+    CommandSpec::new(
+        "function|restore",
+        -3,
+        WRITE | DENYOOM | NOSCRIPT,
+        (0, 0, 0),
+        restore,
+    ),
     CommandSpec::new("function|stats", 2, NOSCRIPT | ALLOW_BUSY, (0, 0, 0), stats),
 ];
 
@@ -124,7 +136,9 @@ fn list(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let libs: Vec<_> = funcs
         .libs
         .iter()
-        .filter(|l| pattern.is_none_or(|p| crate::types::glob::matches(p, l.name.as_bytes(), false)))
+        .filter(|l| {
+            pattern.is_none_or(|p| crate::types::glob::matches(p, l.name.as_bytes(), false))
+        })
         .collect();
     out.array(libs.len());
     for lib in libs {
@@ -293,8 +307,7 @@ fn restore(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     } else {
         return Err(Error::Syntax);
     };
-    let codes = script::payload::restore(data)
-        .map_err(|e| Error::Msg(e.into()))?;
+    let codes = script::payload::restore(data).map_err(|e| Error::Msg(e.into()))?;
     let funcs = &mut ctx.srv.ext.script.functions;
     // Load into a fresh set first, so a failure leaves the current libraries alone.
     let mut fresh = crate::script::function::Functions::default();
@@ -305,10 +318,7 @@ fn restore(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         funcs.flush();
     } else {
         for lib in &fresh.libs {
-            let exists = funcs
-                .libs
-                .iter()
-                .any(|l| l.name.eq_ignore_ascii_case(&lib.name));
+            let exists = funcs.libs.iter().any(|l| l.name == lib.name);
             if exists && policy == Policy::Append {
                 return Err(Error::Msg(
                     format!("Library {} already exists", lib.name).into(),

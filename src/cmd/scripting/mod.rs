@@ -17,13 +17,25 @@ pub static SPECS: &[CommandSpec] = &[
     CommandSpec::new("evalsha", -3, EVAL_FLAGS, (0, 0, 0), evalsha).with_keys_fn(numkeys_keys),
     CommandSpec::new("eval_ro", -3, READONLY | EVAL_FLAGS, (0, 0, 0), eval_ro)
         .with_keys_fn(numkeys_keys),
-    CommandSpec::new("evalsha_ro", -3, READONLY | EVAL_FLAGS, (0, 0, 0), evalsha_ro)
-        .with_keys_fn(numkeys_keys),
+    CommandSpec::new(
+        "evalsha_ro",
+        -3,
+        READONLY | EVAL_FLAGS,
+        (0, 0, 0),
+        evalsha_ro,
+    )
+    .with_keys_fn(numkeys_keys),
     CommandSpec::container("script", -2, SCRIPT_SUBS),
     CommandSpec::new("fcall", -3, EVAL_FLAGS, (0, 0, 0), function::fcall)
         .with_keys_fn(numkeys_keys),
-    CommandSpec::new("fcall_ro", -3, READONLY | EVAL_FLAGS, (0, 0, 0), function::fcall_ro)
-        .with_keys_fn(numkeys_keys),
+    CommandSpec::new(
+        "fcall_ro",
+        -3,
+        READONLY | EVAL_FLAGS,
+        (0, 0, 0),
+        function::fcall_ro,
+    )
+    .with_keys_fn(numkeys_keys),
     CommandSpec::container("function", -2, function::SUBS),
 ];
 
@@ -31,7 +43,13 @@ static SCRIPT_SUBS: &[CommandSpec] = &[
     CommandSpec::new("script|exists", -3, NOSCRIPT, (0, 0, 0), script_exists),
     CommandSpec::new("script|flush", -2, NOSCRIPT, (0, 0, 0), script_flush),
     CommandSpec::new("script|help", 2, LOADING | STALE, (0, 0, 0), script_help),
-    CommandSpec::new("script|kill", 2, NOSCRIPT | ALLOW_BUSY, (0, 0, 0), script_kill),
+    CommandSpec::new(
+        "script|kill",
+        2,
+        NOSCRIPT | ALLOW_BUSY,
+        (0, 0, 0),
+        script_kill,
+    ),
     CommandSpec::new("script|load", 3, NOSCRIPT | STALE, (0, 0, 0), script_load),
 ];
 
@@ -85,7 +103,9 @@ fn eval_generic(ctx: &mut Ctx, args: &Args, by_sha: bool, read_only: bool) -> Cm
         match found {
             Some(r) => (sha, r),
             None => {
-                return Err(Error::coded("NOSCRIPT No matching script. Please use EVAL."))
+                return Err(Error::coded(
+                    "NOSCRIPT No matching script. Please use EVAL.",
+                ))
             }
         }
     } else {
@@ -162,9 +182,7 @@ fn script_exists(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// ```
 /// `OK`; the cache is emptied and the Lua VM restarted.
 fn script_flush(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
-    if args.len() > 3
-        || (args.len() == 3 && !args.eat_ci("SYNC") && !args.eat_ci("ASYNC"))
-    {
+    if args.len() > 3 || (args.len() == 3 && !args.eat_ci("SYNC") && !args.eat_ci("ASYNC")) {
         return Err(Error::msg("SCRIPT FLUSH only support SYNC|ASYNC option"));
     }
     ctx.srv.ext.script.flush();
