@@ -56,7 +56,7 @@ struct Reader<'a> {
     p: usize,
 }
 
-const BAD: &str = "payload version or checksum are wrong";
+const BAD: &str = "DUMP payload version or checksum are wrong";
 
 impl Reader<'_> {
     fn byte(&mut self) -> Option<u8> {

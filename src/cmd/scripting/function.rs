@@ -305,7 +305,13 @@ fn restore(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             ));
         }
     } else {
-        return Err(Error::Syntax);
+        return Err(Error::Msg(
+            format!(
+                "unknown subcommand or wrong number of arguments for '{}'. Try FUNCTION HELP.",
+                String::from_utf8_lossy(args.at(1))
+            )
+            .into(),
+        ));
     };
     let codes = script::payload::restore(data).map_err(|e| Error::Msg(e.into()))?;
     let funcs = &mut ctx.srv.ext.script.functions;
