@@ -191,7 +191,10 @@ fn delete(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// ```
 /// `OK`.
 fn flush(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
-    if args.len() > 3 || (args.len() == 3 && !args.eat_ci("SYNC") && !args.eat_ci("ASYNC")) {
+    if args.len() > 3 {
+        return Err(sub_syntax_error(args));
+    }
+    if args.len() == 3 && !args.eat_ci("SYNC") && !args.eat_ci("ASYNC") {
         return Err(Error::msg("FUNCTION FLUSH only supports SYNC|ASYNC option"));
     }
     ctx.srv.ext.script.functions.flush();
@@ -305,13 +308,7 @@ fn restore(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             ));
         }
     } else {
-        return Err(Error::Msg(
-            format!(
-                "unknown subcommand or wrong number of arguments for '{}'. Try FUNCTION HELP.",
-                String::from_utf8_lossy(args.at(1))
-            )
-            .into(),
-        ));
+        return Err(sub_syntax_error(args));
     };
     let codes = script::payload::restore(data).map_err(|e| Error::Msg(e.into()))?;
     let funcs = &mut ctx.srv.ext.script.functions;
@@ -350,6 +347,17 @@ fn restore(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     ctx.srv.ks.dirty += 1;
     ctx.out().ok();
     Ok(())
+}
+
+/// Redis's `addReplySubcommandSyntaxError`, naming the subcommand as typed.
+fn sub_syntax_error(args: &Args) -> Error {
+    Error::Msg(
+        format!(
+            "unknown subcommand or wrong number of arguments for '{}'. Try FUNCTION HELP.",
+            String::from_utf8_lossy(args.at(1))
+        )
+        .into(),
+    )
 }
 
 const HELP: &[&str] = &[
