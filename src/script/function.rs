@@ -296,7 +296,7 @@ unsafe fn install_load_api(l: State) {
         lua::set_field(l, -4, name);
     }
     ffi::lua_pop(l, 2);
-    vm::make_readonly(l);
+    vm::make_readonly(l, true);
     lua::set_field(l, ffi::LUA_REGISTRYINDEX, "__oxidis_redis_load");
 }
 

@@ -225,9 +225,16 @@ pub unsafe fn push_globals(l: State) {
     get_registry(l, REG_REAL_G);
 }
 
-/// Replaces the table on top of the stack by a read-only view of it.
-pub unsafe fn make_readonly(l: State) {
+/// Replaces the table on top of the stack by a read-only view of it. With
+/// `strict`, reading a missing field raises the undefined-global error too.
+pub unsafe fn make_readonly(l: State, strict: bool) {
     let t = ffi::lua_gettop(l);
+    if strict {
+        ffi::lua_createtable(l, 0, 1);
+        ffi::lua_pushcclosure(l, nonexistent_global, 0);
+        lua::set_field(l, -2, "__index");
+        ffi::lua_setmetatable(l, t);
+    }
     ffi::lua_createtable(l, 0, 0);
     ffi::lua_createtable(l, 0, 3);
     ffi::lua_pushvalue(l, t);
