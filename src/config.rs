@@ -8,25 +8,30 @@ use std::collections::BTreeMap;
 
 use crate::server::notify;
 
+mod params;
+pub mod rewrite;
+
 /// How a parameter's value is validated and shown.
 #[derive(Clone, Copy, Debug)]
 pub enum Kind {
     Bool,
     /// An integer within bounds.
     Int(i64, i64),
-    /// A byte size that accepts `k`, `kb`, `m`, `mb`, `g`, `gb` suffixes.
-    Memory,
+    /// A byte size within bounds that accepts `k`, `kb`, `m`, `mb`, `g`, `gb` suffixes.
+    Memory(i64, i64),
+    /// A byte size, or a percentage written `N%` (maxmemory-clients).
+    MemoryPercent(i64, i64),
     /// One of the listed words.
     Enum(&'static [&'static str]),
     /// Free text.
     Str,
-    /// Validated by [`Config::apply`] (save, notify-keyspace-events, bind, ...).
+    /// Validated by [`Config::special`] (save, notify-keyspace-events, bind, ...).
     Special,
 }
 
 /// Parameter flags.
 pub const IMMUTABLE: u8 = 1; // can't be changed by CONFIG SET
-pub const ACTED: u8 = 2; // Oxidis acts on it (others are accepted and reported at start-up)
+pub const PROTECTED: u8 = 2; // CONFIG SET refused unless enable-protected-configs allows it
 pub const SENSITIVE: u8 = 4; // hidden from logs
 
 pub struct Param {
@@ -37,196 +42,62 @@ pub struct Param {
     pub flags: u8,
 }
 
-const fn p(name: &'static str, kind: Kind, default: &'static str, flags: u8) -> Param {
-    Param {
-        name,
-        alias: None,
-        kind,
-        default,
-        flags,
+impl Param {
+    /// True when Oxidis acts on this parameter (others are accepted, shown,
+    /// and reported at start-up when set to something else than the default).
+    pub fn acted(&self) -> bool {
+        ACTED.contains(&self.name)
     }
 }
 
-const fn pa(
-    name: &'static str,
-    alias: &'static str,
-    kind: Kind,
-    default: &'static str,
-    flags: u8,
-) -> Param {
-    Param {
-        name,
-        alias: Some(alias),
-        kind,
-        default,
-        flags,
-    }
-}
+/// Parameters Oxidis acts on. A family that starts honouring a parameter adds it here.
+pub static ACTED: &[&str] = &[
+    "bind",
+    "port",
+    "unixsocket",
+    "unixsocketperm",
+    "requirepass",
+    "databases",
+    "maxclients",
+    "timeout",
+    "protected-mode",
+    "daemonize",
+    "pidfile",
+    "logfile",
+    "loglevel",
+    "dir",
+    "proto-max-bulk-len",
+    "notify-keyspace-events",
+    "hz",
+    "slowlog-log-slower-than",
+    "slowlog-max-len",
+    "enable-debug-command",
+    "list-max-listpack-size",
+    "hash-max-listpack-entries",
+    "hash-max-listpack-value",
+    "set-max-intset-entries",
+    "zset-max-listpack-entries",
+    "zset-max-listpack-value",
+    "busy-reply-threshold",
+    "client-output-buffer-limit",
+    "tracking-table-max-keys",
+];
 
-const YES_NO: Kind = Kind::Bool;
 const LOGLEVELS: &[&str] = &["debug", "verbose", "notice", "warning"];
 
-/// Every parameter Oxidis knows, in Redis's names.
-pub static PARAMS: &[Param] = &[
-    p("bind", Kind::Special, "* -::*", ACTED),
-    p("port", Kind::Int(0, 65535), "6379", ACTED),
-    p("unixsocket", Kind::Str, "", ACTED | IMMUTABLE),
-    // Octal, as Redis reads and shows it.
-    p("unixsocketperm", Kind::Special, "0", ACTED | IMMUTABLE),
-    p("requirepass", Kind::Str, "", ACTED | SENSITIVE),
-    p(
-        "databases",
-        Kind::Int(1, i32::MAX as i64),
-        "16",
-        ACTED | IMMUTABLE,
-    ),
-    p("maxclients", Kind::Int(1, i32::MAX as i64), "10000", ACTED),
-    p("timeout", Kind::Int(0, i32::MAX as i64), "0", ACTED),
-    p("tcp-keepalive", Kind::Int(0, i32::MAX as i64), "300", 0),
-    p("protected-mode", YES_NO, "yes", ACTED),
-    p("daemonize", YES_NO, "no", ACTED | IMMUTABLE),
-    p("pidfile", Kind::Str, "", ACTED | IMMUTABLE),
-    p("logfile", Kind::Str, "", ACTED | IMMUTABLE),
-    p("loglevel", Kind::Enum(LOGLEVELS), "notice", ACTED),
-    p("dir", Kind::Special, "", ACTED),
-    p("dbfilename", Kind::Str, "dump.rdb", ACTED),
-    p("save", Kind::Special, "3600 1 300 100 60 10000", 0),
-    p("appendonly", YES_NO, "no", 0),
-    p("appendfilename", Kind::Str, "appendonly.aof", IMMUTABLE),
-    p(
-        "appendfsync",
-        Kind::Enum(&["always", "everysec", "no"]),
-        "everysec",
-        0,
-    ),
-    p("proto-max-bulk-len", Kind::Memory, "536870912", ACTED),
-    p("client-query-buffer-limit", Kind::Memory, "1073741824", 0),
-    p("notify-keyspace-events", Kind::Special, "", ACTED),
-    p("hz", Kind::Int(1, 500), "10", ACTED),
-    p("maxmemory", Kind::Memory, "0", 0),
-    p(
-        "maxmemory-policy",
-        Kind::Enum(&[
-            "volatile-lru",
-            "volatile-lfu",
-            "volatile-random",
-            "volatile-ttl",
-            "allkeys-lru",
-            "allkeys-lfu",
-            "allkeys-random",
-            "noeviction",
-        ]),
-        "noeviction",
-        0,
-    ),
-    p("maxmemory-samples", Kind::Int(1, 64), "5", 0),
-    pa(
-        "busy-reply-threshold",
-        "lua-time-limit",
-        Kind::Int(0, i64::MAX),
-        "5000",
-        0,
-    ),
-    p(
-        "slowlog-log-slower-than",
-        Kind::Int(-1, i64::MAX),
-        "10000",
-        0,
-    ),
-    p("slowlog-max-len", Kind::Int(0, i64::MAX), "128", 0),
-    p("latency-monitor-threshold", Kind::Int(0, i64::MAX), "0", 0),
-    p(
-        "list-max-listpack-size",
-        Kind::Int(i32::MIN as i64, i32::MAX as i64),
-        "-2",
-        0,
-    ),
-    p("list-compress-depth", Kind::Int(0, i32::MAX as i64), "0", 0),
-    pa(
-        "hash-max-listpack-entries",
-        "hash-max-ziplist-entries",
-        Kind::Int(0, i64::MAX),
-        "128",
-        0,
-    ),
-    pa(
-        "hash-max-listpack-value",
-        "hash-max-ziplist-value",
-        Kind::Int(0, i64::MAX),
-        "64",
-        0,
-    ),
-    p("set-max-intset-entries", Kind::Int(0, i64::MAX), "512", 0),
-    p("set-max-listpack-entries", Kind::Int(0, i64::MAX), "128", 0),
-    p("set-max-listpack-value", Kind::Int(0, i64::MAX), "64", 0),
-    pa(
-        "zset-max-listpack-entries",
-        "zset-max-ziplist-entries",
-        Kind::Int(0, i64::MAX),
-        "128",
-        0,
-    ),
-    pa(
-        "zset-max-listpack-value",
-        "zset-max-ziplist-value",
-        Kind::Int(0, i64::MAX),
-        "64",
-        0,
-    ),
-    p("hll-sparse-max-bytes", Kind::Memory, "3000", 0),
-    p("lazyfree-lazy-user-flush", YES_NO, "no", 0),
-    p("lazyfree-lazy-user-del", YES_NO, "no", 0),
-    p("lazyfree-lazy-expire", YES_NO, "no", 0),
-    p("lazyfree-lazy-eviction", YES_NO, "no", 0),
-    p("lazyfree-lazy-server-del", YES_NO, "no", 0),
-    p("io-threads", Kind::Int(1, 128), "1", IMMUTABLE),
-    p(
-        "supervised",
-        Kind::Enum(&["upstart", "systemd", "auto", "no"]),
-        "no",
-        IMMUTABLE,
-    ),
-    p(
-        "enable-debug-command",
-        Kind::Enum(&["no", "yes", "local"]),
-        "no",
-        IMMUTABLE,
-    ),
-    p("cluster-enabled", YES_NO, "no", IMMUTABLE),
-    p(
-        "tracking-table-max-keys",
-        Kind::Int(0, i64::MAX),
-        "1000000",
-        0,
-    ),
-    p(
-        "client-output-buffer-limit",
-        Kind::Special,
-        "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
-        0,
-    ),
-    p("always-show-logo", YES_NO, "no", IMMUTABLE),
-    p("set-proc-title", YES_NO, "yes", IMMUTABLE),
-    p("activerehashing", YES_NO, "yes", 0),
-    p("active-expire-effort", Kind::Int(1, 10), "1", 0),
-    p("lua-replicate-commands", YES_NO, "yes", 0),
-    p("replica-read-only", YES_NO, "yes", 0),
-    p("stop-writes-on-bgsave-error", YES_NO, "yes", 0),
-    p("rdbcompression", YES_NO, "yes", 0),
-    p("rdbchecksum", YES_NO, "yes", 0),
-];
+/// Every parameter Redis 7.0 knows, in its names (generated from a real server).
+pub static PARAMS: &[Param] = params::GENERATED;
 
 /// The running configuration.
 #[derive(Clone, Debug)]
 pub struct Config {
     values: BTreeMap<&'static str, String>,
-    /// `rename-command` and other directives Oxidis reads but that are not CONFIG parameters.
+    /// Directives Oxidis reads but ignores (`rename-command`, ...), reported at start-up.
     pub warnings: Vec<String>,
-    /// Path of the config file, for CONFIG REWRITE and INFO config_file.
+    /// Absolute path of the config file the server started with (CONFIG REWRITE target).
     pub config_file: Option<String>,
-    /// A `save` line was read: later ones accumulate instead of replacing the default.
+    /// A `save` line was seen while loading (later ones add to it, as in Redis).
     save_seen: bool,
-    // Typed copies of the parameters the server acts on.
     pub port: u16,
     pub bind: Vec<String>,
     pub unixsocket: Option<String>,
@@ -243,6 +114,24 @@ pub struct Config {
     pub proto_max_bulk_len: i64,
     pub notify_flags: u32,
     pub hz: u32,
+    /// Microseconds; negative disables the slow log, 0 logs every command.
+    pub slowlog_log_slower_than: i64,
+    pub slowlog_max_len: usize,
+    /// `enable-debug-command`: 0 no, 1 yes, 2 local.
+    pub enable_debug: u8,
+    // Collection encodings (lists, hashes, sets family).
+    pub list_max_listpack_size: i64,
+    pub hash_max_listpack_entries: usize,
+    pub hash_max_listpack_value: usize,
+    pub set_max_intset_entries: usize,
+    /// `client-output-buffer-limit`, per client class (pub/sub family).
+    pub obuf_limits: crate::server::pubsub::OutputLimits,
+    /// `tracking-table-max-keys` (client-side caching).
+    pub tracking_table_max_keys: u64,
+    // Sorted-set encodings and HyperLogLog (zset family).
+    pub zset_max_listpack_entries: usize,
+    pub zset_max_listpack_value: usize,
+    pub hll_sparse_max_bytes: usize,
 }
 
 impl Default for Config {
@@ -268,6 +157,18 @@ impl Default for Config {
             proto_max_bulk_len: 512 * 1024 * 1024,
             notify_flags: 0,
             hz: 10,
+            slowlog_log_slower_than: 10000,
+            slowlog_max_len: 128,
+            enable_debug: 0,
+            list_max_listpack_size: -2,
+            hash_max_listpack_entries: 128,
+            hash_max_listpack_value: 64,
+            set_max_intset_entries: 512,
+            obuf_limits: Default::default(),
+            tracking_table_max_keys: 1_000_000,
+            zset_max_listpack_entries: 128,
+            zset_max_listpack_value: 64,
+            hll_sparse_max_bytes: 3000,
         };
         for prm in PARAMS {
             c.values.insert(prm.name, prm.default.to_string());
@@ -284,10 +185,9 @@ impl Default for Config {
 
 /// Finds a parameter by name or alias, case-insensitively.
 pub fn find_param(name: &str) -> Option<&'static Param> {
-    let lower = name.to_ascii_lowercase();
-    PARAMS
-        .iter()
-        .find(|p| p.name == lower || p.alias == Some(lower.as_str()))
+    PARAMS.iter().find(|p| {
+        p.name.eq_ignore_ascii_case(name) || p.alias.is_some_and(|a| a.eq_ignore_ascii_case(name))
+    })
 }
 
 /// Parses a memory amount as Redis's `memtoull` does (`1gb`, `100k`, plain bytes).
@@ -305,11 +205,29 @@ pub fn parse_memory(s: &str) -> Option<i64> {
     .iter()
     .find_map(|&(suf, mul)| lower.strip_suffix(suf).map(|n| (n.to_string(), mul)))
     .unwrap_or((lower.clone(), 1));
-    let n: i64 = num.parse().ok()?;
-    if n < 0 {
+    if num.is_empty() && lower.is_empty() {
+        return Some(0); // memtoull("") is 0
+    }
+    if num.is_empty() || !num.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    n.checked_mul(mul)
+    let n: u64 = num.parse().ok()?;
+    i64::try_from(n).ok()?.checked_mul(mul)
+}
+
+/// Formats a byte count as CONFIG REWRITE writes it (`1gb`, `64mb`, `3kb`, or bytes).
+pub fn format_memory(n: i64) -> String {
+    for (suf, unit) in [("gb", 1i64 << 30), ("mb", 1 << 20), ("kb", 1 << 10)] {
+        if n != 0 && n % unit == 0 {
+            return format!("{}{suf}", n / unit);
+        }
+    }
+    n.to_string()
+}
+
+/// Parses a decimal integer as Redis's `string2ll` does (no spaces, no `+`).
+fn parse_int(s: &str) -> Option<i64> {
+    crate::types::number::parse_i64(s.as_bytes())
 }
 
 impl Config {
@@ -332,73 +250,203 @@ impl Config {
         let prm = find_param(name).ok_or_else(|| {
             "Unknown option or number of arguments for CONFIG SET - '".to_string() + name + "'"
         })?;
-        let canonical = match prm.kind {
-            Kind::Bool => match value.to_ascii_lowercase().as_str() {
-                "yes" => "yes".to_string(),
-                "no" => "no".to_string(),
-                _ => return Err("argument must be 'yes' or 'no'".into()),
-            },
-            Kind::Int(lo, hi) => {
-                let n: i64 = value
-                    .parse()
-                    .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
-                if n < lo || n > hi {
-                    return Err(format!("argument must be between {lo} and {hi} inclusive"));
-                }
-                n.to_string()
+        let mut canonical = self.validate(prm, value)?;
+        if prm.name == "hz" {
+            // Redis keeps the configured hz within 1..=500 (CONFIG GET shows the clamped value).
+            canonical = parse_int(&canonical)
+                .unwrap_or(10)
+                .clamp(1, 500)
+                .to_string();
+        }
+        if prm.name == "dir" {
+            std::env::set_current_dir(&canonical).map_err(|e| os_error(&e))?;
+            if let Ok(cwd) = std::env::current_dir() {
+                canonical = cwd.display().to_string();
             }
-            Kind::Memory => parse_memory(value)
-                .ok_or_else(|| "argument must be a memory value".to_string())?
-                .to_string(),
-            Kind::Enum(words) => {
-                let v = value.to_ascii_lowercase();
-                if !words.contains(&v.as_str()) {
-                    return Err("argument(s) must be one of the following: ".to_string()
-                        + &words.join(", "));
-                }
-                v
-            }
-            Kind::Str => value.to_string(),
-            Kind::Special => self.special(prm.name, value)?,
-        };
+        }
         self.values.insert(prm.name, canonical);
         self.apply(prm.name);
         Ok(())
     }
 
+    /// The canonical form of `value` for `prm` (what CONFIG GET will show), or Redis's error.
+    pub fn validate(&self, prm: &Param, value: &str) -> Result<String, String> {
+        let range = |n: i64, lo: i64, hi: i64| {
+            if n < lo || n > hi {
+                Err(format!("argument must be between {lo} and {hi} inclusive"))
+            } else {
+                Ok(n.to_string())
+            }
+        };
+        match prm.kind {
+            Kind::Bool => match value.to_ascii_lowercase().as_str() {
+                "yes" => Ok("yes".into()),
+                "no" => Ok("no".into()),
+                _ => Err("argument must be 'yes' or 'no'".into()),
+            },
+            Kind::Int(lo, hi) => {
+                let n = parse_int(value)
+                    .ok_or_else(|| "argument couldn't be parsed into an integer".to_string())?;
+                range(n, lo, hi)
+            }
+            Kind::Memory(lo, hi) => {
+                let n = parse_memory(value)
+                    .ok_or_else(|| "argument must be a memory value".to_string())?;
+                range(n, lo, hi)
+            }
+            Kind::MemoryPercent(lo, hi) => {
+                if let Some(p) = value.strip_suffix('%') {
+                    return match parse_int(p) {
+                        Some(n) if n >= 0 => Ok(format!("{n}%")),
+                        _ => Err("argument must be a memory or percent value".into()),
+                    };
+                }
+                let n = parse_memory(value)
+                    .ok_or_else(|| "argument must be a memory or percent value".to_string())?;
+                range(n, lo, hi)
+            }
+            Kind::Enum(words) => {
+                let v = value.to_ascii_lowercase();
+                if words.contains(&v.as_str()) {
+                    Ok(v)
+                } else {
+                    Err("argument(s) must be one of the following: ".to_string()
+                        + &words.join(", "))
+                }
+            }
+            Kind::Str => Ok(value.to_string()),
+            Kind::Special => self.special(prm.name, value),
+        }
+    }
+
     /// Validation and canonical form for parameters with their own syntax.
     fn special(&self, name: &str, value: &str) -> Result<String, String> {
+        let words: Vec<&str> = value.split_whitespace().collect();
         match name {
             "notify-keyspace-events" => notify::parse_flags(value.as_bytes())
                 .map(notify::flags_to_string)
-                .ok_or_else(|| "Invalid event class character. Use 'Ag$lshzxeKEtmd'.".to_string()),
-            "unixsocketperm" => match u32::from_str_radix(value, 8) {
-                Ok(n) if n <= 0o777 => Ok(format!("{n:o}")),
-                _ => Err("argument must be between 0 and 777 inclusive".into()),
-            },
+                .ok_or_else(|| "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".to_string()),
             "save" => {
-                let parts: Vec<&str> = value.split_whitespace().collect();
-                if parts.len() % 2 != 0 || parts.iter().any(|p| p.parse::<i64>().is_err()) {
+                if !words.len().is_multiple_of(2)
+                    || words.iter().any(|p| parse_int(p).is_none_or(|n| n < 0))
+                {
                     return Err("Invalid save parameters".into());
                 }
-                Ok(parts.join(" "))
+                Ok(words.join(" "))
             }
-            "dir" => {
-                if !value.is_empty() && std::env::set_current_dir(value).is_err() {
-                    return Err(format!("No such file or directory"));
+            "dir" => Ok(value.to_string()),
+            "unixsocketperm" => u32::from_str_radix(value, 8)
+                .ok()
+                .filter(|n| *n <= 0o777)
+                .map(|n| format!("{n:o}"))
+                .ok_or_else(|| "argument couldn't be parsed as an octal number".to_string()),
+            "client-output-buffer-limit" => {
+                if !words.len().is_multiple_of(4) {
+                    return Err("Wrong number of arguments in buffer limit configuration.".into());
                 }
-                Ok(std::env::current_dir()
-                    .map(|d| d.display().to_string())
-                    .unwrap_or_else(|_| value.to_string()))
+                let mut classes = [
+                    ("normal", ["0", "0", "0"].map(String::from)),
+                    ("slave", ["268435456", "67108864", "60"].map(String::from)),
+                    ("pubsub", ["33554432", "8388608", "60"].map(String::from)),
+                ];
+                let current: Vec<&str> = self
+                    .values
+                    .get("client-output-buffer-limit")
+                    .map(|s| s.split_whitespace().collect())
+                    .unwrap_or_default();
+                for (i, c) in current.chunks(4).enumerate() {
+                    if c.len() == 4 && i < 3 {
+                        classes[i].1 = [c[1], c[2], c[3]].map(String::from);
+                    }
+                }
+                for c in words.chunks(4) {
+                    let class = match c[0].to_ascii_lowercase().as_str() {
+                        "normal" => 0,
+                        "slave" | "replica" => 1,
+                        "pubsub" => 2,
+                        _ => {
+                            return Err(
+                                "Invalid client class specified in buffer limit configuration."
+                                    .into(),
+                            )
+                        }
+                    };
+                    let hard = parse_memory(c[1]);
+                    let soft = parse_memory(c[2]);
+                    let secs = parse_int(c[3]).filter(|n| *n >= 0);
+                    match (hard, soft, secs) {
+                        (Some(h), Some(s), Some(t)) => {
+                            classes[class].1 = [h.to_string(), s.to_string(), t.to_string()]
+                        }
+                        _ => return Err("Error in hard, soft or soft_seconds setting in buffer limit configuration.".into()),
+                    }
+                }
+                Ok(classes
+                    .iter()
+                    .map(|(n, v)| format!("{n} {}", v.join(" ")))
+                    .collect::<Vec<_>>()
+                    .join(" "))
             }
-            _ => Ok(value.split_whitespace().collect::<Vec<_>>().join(" ")),
+            "oom-score-adj-values" => {
+                if words.len() != 3 {
+                    return Err("wrong number of arguments".into());
+                }
+                let mut out = Vec::new();
+                for w in &words {
+                    match parse_int(w) {
+                        Some(n) if (-2000..=2000).contains(&n) => out.push(n.to_string()),
+                        _ => return Err("Invalid oom-score-adj-values, elements must be between -2000 and 2000.".into()),
+                    }
+                }
+                Ok(out.join(" "))
+            }
+            "latency-tracking-info-percentiles" => {
+                let mut out = Vec::new();
+                for w in &words {
+                    match w.parse::<f64>() {
+                        Ok(f) if (0.0..=100.0).contains(&f) => {
+                            out.push(crate::types::number::fmt_double(f))
+                        }
+                        Ok(_) => return Err("latency-tracking-info-percentiles parameters should sit between [0.0,100.0]".into()),
+                        _ => return Err("Invalid latency-tracking-info-percentiles parameters".into()),
+                    }
+                }
+                Ok(out.join(" "))
+            }
+            "cluster-announce-hostname" => {
+                if value
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
+                {
+                    Ok(value.to_string())
+                } else {
+                    Err(
+                        "Hostnames may only contain alphanumeric characters, hyphens or dots"
+                            .into(),
+                    )
+                }
+            }
+            "replicaof" => {
+                if words.is_empty()
+                    || (words.len() == 2
+                        && words[0].eq_ignore_ascii_case("no")
+                        && words[1].eq_ignore_ascii_case("one"))
+                {
+                    Ok(String::new())
+                } else if words.len() == 2 {
+                    Ok(words.join(" "))
+                } else {
+                    Err("wrong number of arguments".into())
+                }
+            }
+            _ => Ok(words.join(" ")),
         }
     }
 
     /// Copies a parameter into its typed field.
     fn apply(&mut self, name: &str) {
         let v = self.values.get(name).cloned().unwrap_or_default();
-        let int = || v.parse::<i64>().unwrap_or(0);
+        let int = || parse_int(&v).unwrap_or(0);
         let opt = |s: &str| (!s.is_empty()).then(|| s.to_string());
         match name {
             "port" => self.port = int() as u16,
@@ -419,43 +467,73 @@ impl Config {
                 self.notify_flags = notify::parse_flags(v.as_bytes()).unwrap_or(0)
             }
             "hz" => self.hz = int().clamp(1, 500) as u32,
+            "slowlog-log-slower-than" => self.slowlog_log_slower_than = int(),
+            "slowlog-max-len" => self.slowlog_max_len = int().max(0) as usize,
+            "enable-debug-command" => {
+                self.enable_debug = ["no", "yes", "local"]
+                    .iter()
+                    .position(|w| *w == v)
+                    .unwrap_or(0) as u8
+            }
+            "list-max-listpack-size" => self.list_max_listpack_size = int(),
+            "hash-max-listpack-entries" => self.hash_max_listpack_entries = int() as usize,
+            "hash-max-listpack-value" => self.hash_max_listpack_value = int() as usize,
+            "set-max-intset-entries" => self.set_max_intset_entries = int() as usize,
+            "client-output-buffer-limit" => {
+                self.obuf_limits = crate::server::pubsub::OutputLimits::default()
+                    .parse_onto(&v)
+                    .unwrap_or_default()
+            }
+            "tracking-table-max-keys" => self.tracking_table_max_keys = int().max(0) as u64,
+            "zset-max-listpack-entries" => self.zset_max_listpack_entries = int().max(0) as usize,
+            "zset-max-listpack-value" => self.zset_max_listpack_value = int().max(0) as usize,
+            "hll-sparse-max-bytes" => self.hll_sparse_max_bytes = int().max(0) as usize,
             _ => {}
         }
     }
 
     /// Integer value of a parameter (for the families that read tuning knobs).
     pub fn get_i64(&self, name: &str) -> i64 {
-        self.get(name).and_then(|v| v.parse().ok()).unwrap_or(0)
+        self.get(name).and_then(parse_int).unwrap_or(0)
     }
 
     /// Loads config-file text (also what command-line flags turn into).
+    /// Errors are the full fatal-error text redis-server prints before exiting.
     pub fn load_text(&mut self, text: &str) -> Result<(), String> {
-        for (n, raw) in text.lines().enumerate() {
-            let line = raw.trim();
+        for (n, raw) in text.split('\n').enumerate() {
+            let line = raw.trim_matches(|c| c == ' ' || c == '\t' || c == '\r');
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }
-            let words = split_config_line(line).ok_or_else(|| {
-                format!("*** FATAL CONFIG FILE ERROR (Redis 7.0.15) ***\nReading the configuration file, at line {}\n>>> '{}'\nUnbalanced quotes in configuration line", n + 1, line)
-            })?;
+            let fail = |msg: &str| {
+                format!(
+                    "\n*** FATAL CONFIG FILE ERROR (Redis {}) ***\nReading the configuration file, at line {}\n>>> '{}'\n{}",
+                    crate::REDIS_VERSION,
+                    n + 1,
+                    line,
+                    msg
+                )
+            };
+            let words = split_config_line(line)
+                .ok_or_else(|| fail("Unbalanced quotes in configuration line"))?;
             if words.is_empty() {
                 continue;
             }
             let name = words[0].to_ascii_lowercase();
             let args = &words[1..];
-            let fail = |msg: &str| {
-                format!("\n*** FATAL CONFIG FILE ERROR (Redis 7.0.15) ***\nReading the configuration file, at line {}\n>>> '{}'\n{}", n + 1, line, msg)
-            };
             match name.as_str() {
                 "include" => {
-                    for path in args {
-                        let t = std::fs::read_to_string(path).map_err(|e| {
-                            fail(&format!(
-                                "Fatal error, can't open config file '{path}': {e}"
-                            ))
-                        })?;
-                        self.load_text(&t)?;
+                    if args.len() != 1 {
+                        return Err(fail("Bad directive or wrong number of arguments"));
                     }
+                    let t = std::fs::read_to_string(&args[0]).map_err(|e| {
+                        format!(
+                            "Fatal error, can't open config file '{}': {}",
+                            args[0],
+                            os_error(&e)
+                        )
+                    })?;
+                    self.load_text(&t)?;
                 }
                 "rename-command" | "user" | "loadmodule" | "sentinel" => {
                     self.warnings.push(format!(
@@ -465,6 +543,9 @@ impl Config {
                 "save" => {
                     // Several `save` lines accumulate, as in Redis; `save ""` clears.
                     let joined = args.join(" ");
+                    if joined.trim().is_empty() && args.len() > 1 {
+                        return Err(fail("Invalid save parameters"));
+                    }
                     let cur = if self.save_seen {
                         self.get("save").unwrap_or("").to_string()
                     } else {
@@ -482,15 +563,19 @@ impl Config {
                 }
                 _ => match find_param(&name) {
                     Some(prm) => {
-                        let v = args.join(" ");
-                        if matches!(prm.kind, Kind::Special)
-                            || args.len() == 1
-                            || (args.is_empty() && matches!(prm.kind, Kind::Str))
-                        {
-                            self.set(prm.name, &v).map_err(|e| fail(&e))?;
-                        } else {
+                        let multi = matches!(prm.kind, Kind::Special)
+                            && !matches!(
+                                prm.name,
+                                "dir" | "unixsocketperm" | "cluster-announce-hostname"
+                            );
+                        if !multi && args.len() != 1 {
                             return Err(fail("wrong number of arguments"));
                         }
+                        if multi && args.is_empty() {
+                            return Err(fail("wrong number of arguments"));
+                        }
+                        let v = args.join(" ");
+                        self.set(prm.name, &v).map_err(|e| fail(&e))?;
                     }
                     None => return Err(fail("Bad directive or wrong number of arguments")),
                 },
@@ -504,12 +589,21 @@ impl Config {
     pub fn inert_settings(&self) -> Vec<(&'static str, String)> {
         PARAMS
             .iter()
-            .filter(|p| p.flags & ACTED == 0)
+            .filter(|p| !p.acted())
             .filter_map(|p| {
                 let v = self.values.get(p.name)?;
                 (v != p.default).then(|| (p.name, v.clone()))
             })
             .collect()
+    }
+}
+
+/// The text of an OS error without Rust's " (os error N)" suffix, as strerror prints it.
+pub fn os_error(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error") {
+        Some(i) => s[..i].to_string(),
+        None => s,
     }
 }
 
@@ -540,74 +634,79 @@ pub fn split_config_line(line: &str) -> Option<Vec<String>> {
 }
 
 /// Turns `redis-server` command-line arguments into a Config, exactly as
-/// `redis-server [config-file] [--name value ...]` reads them.
+/// `redis-server [config-file] [--name value ...] [-]` reads them: the file,
+/// then stdin when `-` is given, then the options, one line per `--name`.
 pub fn from_args(args: &[String]) -> Result<Config, String> {
     let mut cfg = Config::default();
-    let mut i = 0;
-    let mut text = String::new();
+    let mut j = 0;
+    let mut file = None;
     if let Some(first) = args.first() {
-        if !first.starts_with("--") {
-            if first == "-" {
-                let mut s = String::new();
-                std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)
-                    .map_err(|e| e.to_string())?;
-                text.push_str(&s);
-            } else {
-                let t = std::fs::read_to_string(first)
-                    .map_err(|e| format!("Fatal error, can't open config file '{first}': {e}"))?;
-                cfg.config_file = std::fs::canonicalize(first)
-                    .ok()
-                    .map(|p| p.display().to_string());
-                text.push_str(&t);
-            }
-            text.push('\n');
-            i = 1;
+        if !first.starts_with('-') {
+            file = Some(first.clone());
+            j = 1;
         }
     }
-    // Each `--name` starts a new line; the words after it are quoted into it.
-    let mut line = String::new();
-    let flush = |line: &mut String, text: &mut String| {
-        if !line.is_empty() {
-            text.push_str(line);
-            text.push('\n');
-            line.clear();
-        }
-    };
-    while i < args.len() {
-        let a = &args[i];
-        if let Some(name) = a.strip_prefix("--") {
-            flush(&mut line, &mut text);
-            line.push_str(name);
-            // `--save` followed by another option (or nothing) means `save ""`.
-            if name == "save" && args.get(i + 1).map_or(true, |n| n.starts_with("--")) {
-                line.push_str(" \"\"");
+    let mut from_stdin = false;
+    let mut options = String::new();
+    let mut handled_last = true;
+    while j < args.len() {
+        let a = &args[j];
+        if a == "-" && (j == 0 || j == args.len() - 1) {
+            from_stdin = true;
+        } else if handled_last && a.starts_with("--") {
+            if !options.is_empty() {
+                options.push('\n');
+            }
+            options.push_str(&a[2..]);
+            options.push(' ');
+            if split_config_line(a).is_some_and(|w| w.len() == 1) {
+                handled_last = false;
+                let next_is_opt = args.get(j + 1).is_some_and(|n| n.starts_with("--"));
+                if a.eq_ignore_ascii_case("--save") && (next_is_opt || j == args.len() - 1) {
+                    options.push_str("\"\"");
+                    handled_last = true;
+                }
+            } else {
+                handled_last = true;
             }
         } else {
-            line.push(' ');
-            line.push_str(&quote(a));
+            options.push_str(&quote(a));
+            options.push(' ');
+            handled_last = true;
         }
-        i += 1;
+        j += 1;
     }
-    flush(&mut line, &mut text);
+    let mut text = String::new();
+    if let Some(path) = &file {
+        let t = std::fs::read(path).map_err(|e| {
+            format!(
+                "Fatal error, can't open config file '{path}': {}",
+                os_error(&e)
+            )
+        })?;
+        text.push_str(&String::from_utf8_lossy(&t));
+        cfg.config_file = std::fs::canonicalize(path)
+            .ok()
+            .map(|p| p.display().to_string());
+    }
+    if from_stdin {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s).map_err(|e| e.to_string())?;
+        text.push_str(&s);
+    }
+    if !options.is_empty() {
+        text.push('\n');
+        text.push_str(&options);
+    }
     cfg.load_text(&text)?;
     Ok(cfg)
 }
 
 /// Quotes a word the way `sdscatrepr` does, so the config parser reads it back.
-fn quote(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '"' => out.push_str("\\\""),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
+pub fn quote(s: &str) -> String {
+    let mut out = Vec::new();
+    crate::server::monitor::repr(&mut out, s.as_bytes());
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[cfg(test)]
@@ -637,6 +736,73 @@ mod tests {
         let c = from_args(&args(&["--save", "--port", "7002"])).unwrap();
         assert_eq!(c.get("save"), Some(""));
         assert_eq!(c.port, 7002);
+    }
+
+    #[test]
+    fn flags_become_quoted_config_lines() {
+        // `--port 7001` style, several words for one option, `--save` alone at the end.
+        let c = from_args(&args(&[
+            "--bind",
+            "127.0.0.1",
+            "::1",
+            "--notify-keyspace-events",
+            "KEA",
+            "--save",
+        ]))
+        .unwrap();
+        assert_eq!(c.bind, vec!["127.0.0.1".to_string(), "::1".to_string()]);
+        assert_eq!(c.get("notify-keyspace-events"), Some("AKE"));
+        assert_eq!(c.get("save"), Some(""));
+        // A value with spaces and quotes survives the quoting round trip.
+        let c = from_args(&args(&["--requirepass", "a \"b\" c"])).unwrap();
+        assert_eq!(c.requirepass.as_deref(), Some(&b"a \"b\" c"[..]));
+    }
+
+    #[test]
+    fn file_then_flags_and_include() {
+        let dir = std::env::temp_dir().join(format!("oxidis-cfg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let inc = dir.join("inc.conf");
+        std::fs::write(&inc, "hz 33\nmaxmemory 2mb\n").unwrap();
+        let main = dir.join("main.conf");
+        std::fs::write(
+            &main,
+            format!(
+                "# c\nport 7100\ninclude {}\nsave 900 1\nsave 300 10\n",
+                inc.display()
+            ),
+        )
+        .unwrap();
+        let c = from_args(&args(&[main.to_str().unwrap(), "--hz", "44"])).unwrap();
+        assert_eq!(c.port, 7100);
+        assert_eq!(c.get("hz"), Some("44"));
+        assert_eq!(c.get("maxmemory"), Some("2097152"));
+        assert_eq!(c.get("save"), Some("900 1 300 10"));
+        assert!(c.config_file.is_some());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn fatal_errors_name_the_line() {
+        let e = from_args(&args(&["--port", "0", "--hz", "x"])).unwrap_err();
+        assert_eq!(
+            e,
+            "\n*** FATAL CONFIG FILE ERROR (Redis 7.0.15) ***\nReading the configuration file, at line 3\n>>> 'hz \"x\"'\nargument couldn't be parsed into an integer"
+        );
+        let e = from_args(&args(&["--appendonly", "maybe"])).unwrap_err();
+        assert!(e.ends_with(">>> 'appendonly \"maybe\"'\nargument must be 'yes' or 'no'"));
+        let e = from_args(&args(&["--maxmemory-policy", "x"])).unwrap_err();
+        assert!(e.ends_with("argument(s) must be one of the following: volatile-lru, volatile-lfu, volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction"));
+    }
+
+    #[test]
+    fn aliases_share_one_value() {
+        let mut c = Config::default();
+        c.set("slave-read-only", "no").unwrap();
+        assert_eq!(c.get("replica-read-only"), Some("no"));
+        c.set("HASH-MAX-ZIPLIST-ENTRIES", "7").unwrap();
+        assert_eq!(c.get("hash-max-listpack-entries"), Some("7"));
+        assert_eq!(c.hash_max_listpack_entries, 7);
     }
 
     #[test]

@@ -182,7 +182,7 @@ pub fn run_main(config: Config) -> std::io::Result<()> {
             "The server is now ready to accept connections at {u}"
         ));
     }
-    log::notice("Ready to accept connections tcp");
+    log::notice("Ready to accept connections");
     handle.wait();
     Ok(())
 }

@@ -15,6 +15,13 @@ pub fn configure(level: usize, logfile: Option<String>) {
     *FILE.lock() = logfile;
 }
 
+/// Changes the level at run time (CONFIG SET loglevel); a silent logger stays silent.
+pub fn set_level(level: usize) {
+    if LEVEL.load(Ordering::Relaxed) <= 3 {
+        LEVEL.store(level, Ordering::Relaxed);
+    }
+}
+
 fn civil(days: i64) -> (i64, u32, u32) {
     // Howard Hinnant's days-to-civil.
     let z = days + 719468;

@@ -251,6 +251,20 @@ fn aggregate_items(frame: &[u8], pairs: bool, resp: u8) -> Option<Vec<Vec<u8>>> 
     Some(encode_sorted(items))
 }
 
+/// A SCAN-shaped reply `[cursor, [items...]]`: the cursor, then the sorted items.
+fn scan_items(frame: &[u8], resp: u8) -> Option<(Vec<u8>, Vec<Vec<u8>>)> {
+    let (v, _) = parse_value(frame).ok()??;
+    let Value::Array(top) = v else { return None };
+    let [cursor, items] = &top[..] else {
+        return None;
+    };
+    let (Value::Array(a) | Value::Set(a)) = items else {
+        return None;
+    };
+    let enc = a.iter().map(|x| value_bytes(x, resp)).collect();
+    Some((value_bytes(cursor, resp), encode_sorted(enc)))
+}
+
 fn frames_match(mods: &[String], expected: &[Vec<u8>], actual: &[Vec<u8>], resp: u8) -> bool {
     if expected.len() != actual.len() {
         return false;
@@ -258,6 +272,8 @@ fn frames_match(mods: &[String], expected: &[Vec<u8>], actual: &[Vec<u8>], resp:
     for (e, a) in expected.iter().zip(actual) {
         let ok = if mods.iter().any(|m| m == "any") {
             e.first() == a.first()
+        } else if mods.iter().any(|m| m == "unordered-scan") {
+            scan_items(e, resp).is_some() && scan_items(e, resp) == scan_items(a, resp)
         } else if mods
             .iter()
             .any(|m| m == "unordered" || m == "unordered-pairs")

@@ -1,5 +1,612 @@
-//! The bitmap command family.
+//! Bitmap commands (Redis's bitops.c): SETBIT, GETBIT, BITCOUNT, BITPOS, BITOP,
+//! BITFIELD, BITFIELD_RO. Bitmaps are ordinary string values; bit 0 is the
+//! most significant bit of byte 0.
 
-use crate::command::CommandSpec;
+use crate::command::flags::*;
+use crate::command::{Args, CommandSpec};
+use crate::db::Value;
+use crate::error::{CmdResult, Error};
+use crate::server::{notify, Ctx};
+use crate::types::number::parse_i64;
+use crate::types::string::Str;
 
-pub static SPECS: &[CommandSpec] = &[];
+pub static SPECS: &[CommandSpec] = &[
+    CommandSpec::new("setbit", 4, WRITE | DENYOOM, (1, 1, 1), setbit),
+    CommandSpec::new("getbit", 3, READONLY | FAST, (1, 1, 1), getbit),
+    CommandSpec::new("bitcount", -2, READONLY, (1, 1, 1), bitcount),
+    CommandSpec::new("bitpos", -3, READONLY, (1, 1, 1), bitpos),
+    CommandSpec::new("bitop", -4, WRITE | DENYOOM, (2, -1, 1), bitop),
+    CommandSpec::new("bitfield", -2, WRITE | DENYOOM, (1, 1, 1), bitfield),
+    CommandSpec::new("bitfield_ro", -2, READONLY | FAST, (1, 1, 1), bitfield_ro),
+];
+
+const BAD_OFFSET: &str = "bit offset is not an integer or out of range";
+
+/// A bit offset (Redis's `getBitOffsetFromArgument`): `#n` means n * `bits`
+/// when `hash_bits` is given; the byte must stay under proto-max-bulk-len.
+fn bit_offset(ctx: &Ctx, a: &[u8], hash_bits: Option<u64>) -> Result<u64, Error> {
+    let (hash, digits) = match (a.first(), hash_bits) {
+        (Some(b'#'), Some(_)) => (true, &a[1..]),
+        _ => (false, a),
+    };
+    let mut off = parse_i64(digits).ok_or(Error::msg(BAD_OFFSET))?;
+    if hash {
+        off = off.wrapping_mul(hash_bits.unwrap() as i64);
+    }
+    if off < 0 || (off >> 3) >= ctx.srv.config.proto_max_bulk_len {
+        return Err(Error::msg(BAD_OFFSET));
+    }
+    Ok(off as u64)
+}
+
+/// The string at `key`, grown with zero bytes to hold bit `maxbit`, created
+/// when missing (Redis's `lookupStringForBitCommand`). The bool says whether
+/// the value was created or grown.
+fn bits_for_write<'a>(ctx: &'a mut Ctx, key: &[u8], maxbit: u64) -> Result<(&'a mut Vec<u8>, bool), Error> {
+    let need = (maxbit >> 3) as usize + 1;
+    let db = ctx.db();
+    match db.get_mut(key) {
+        Some(Value::Str(_)) => {}
+        Some(_) => return Err(Error::WrongType),
+        None => db.add_new(key, Value::Str(Str::Raw(Vec::new()))),
+    }
+    let Some(Value::Str(s)) = db.get_mut(key) else {
+        unreachable!()
+    };
+    let v = s.make_raw();
+    let grown = v.len() < need;
+    if grown {
+        v.resize(need, 0);
+    }
+    Ok((v, grown))
+}
+
+/// ```text
+/// SETBIT key offset value
+/// ```
+/// Integer: the bit's previous value.
+fn setbit(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    let key = args.at(1);
+    let off = bit_offset(ctx, args.at(2), None)?;
+    const BAD_BIT: &str = "bit is not an integer or out of range";
+    let on = match parse_i64(args.at(3)) {
+        Some(v) if v & !1 == 0 => v as u8,
+        _ => return Err(Error::msg(BAD_BIT)),
+    };
+    let (v, grown) = bits_for_write(ctx, key, off)?;
+    let byte = (off >> 3) as usize;
+    let shift = 7 - (off & 7) as u8;
+    let old = (v[byte] >> shift) & 1;
+    if on == 1 {
+        v[byte] |= 1 << shift;
+    } else {
+        v[byte] &= !(1 << shift);
+    }
+    ctx.out().int(old as i64);
+    if grown || old != on {
+        ctx.modified(key, notify::STRING, "setbit");
+    }
+    Ok(())
+}
+
+/// The bytes of a string value for reading (None when missing).
+fn read_bytes<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<std::borrow::Cow<'a, [u8]>>, Error> {
+    match ctx.db().get(key) {
+        None => Ok(None),
+        Some(Value::Str(s)) => Ok(Some(s.as_bytes())),
+        Some(_) => Err(Error::WrongType),
+    }
+}
+
+/// ```text
+/// GETBIT key offset
+/// ```
+/// Integer: the bit (0 past the end or for a missing key).
+fn getbit(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    let off = bit_offset(ctx, args.at(2), None)?;
+    let bit = match read_bytes(ctx, args.at(1))? {
+        Some(b) => b
+            .get((off >> 3) as usize)
+            .map_or(0, |byte| (byte >> (7 - (off & 7))) & 1),
+        None => 0,
+    };
+    ctx.out().int(bit as i64);
+    Ok(())
+}
+
+/// A [start, end] range resolved against a string of `len` bytes, as bit
+/// positions (inclusive), or None when empty. Negative indexes count from
+/// the end; `bit` selects BIT units instead of BYTE.
+fn resolve_range(start: i64, end: i64, len: usize, bit: bool) -> Option<(u64, u64)> {
+    let total = if bit { len as i64 * 8 } else { len as i64 };
+    let mut s = if start < 0 { total + start } else { start };
+    let mut e = if end < 0 { total + end } else { end };
+    s = s.max(0);
+    e = e.max(0);
+    if e >= total {
+        e = total - 1;
+    }
+    if s > e {
+        return None;
+    }
+    if bit {
+        Some((s as u64, e as u64))
+    } else {
+        Some((s as u64 * 8, e as u64 * 8 + 7))
+    }
+}
+
+/// `BYTE` or `BIT` (true for BIT).
+fn unit(a: &[u8]) -> Result<bool, Error> {
+    if a.eq_ignore_ascii_case(b"bit") {
+        Ok(true)
+    } else if a.eq_ignore_ascii_case(b"byte") {
+        Ok(false)
+    } else {
+        Err(Error::Syntax)
+    }
+}
+
+/// Set bits in the bit range [s, e] of `b`.
+fn popcount(b: &[u8], s: u64, e: u64) -> u64 {
+    let (sb, eb) = ((s >> 3) as usize, (e >> 3) as usize);
+    let mut n: u64 = b[sb..=eb].iter().map(|x| x.count_ones() as u64).sum();
+    n -= (b[sb] & !(0xffu8 >> (s & 7))).count_ones() as u64;
+    n -= (b[eb] & (0x7fu8 >> (e & 7))).count_ones() as u64;
+    n
+}
+
+/// ```text
+/// BITCOUNT key [start end [BYTE | BIT]]
+/// ```
+/// Integer: the number of set bits.
+fn bitcount(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    let range = match args.len() {
+        2 => None,
+        4 | 5 => {
+            let s = parse_i64(args.at(2)).ok_or(Error::NotInteger)?;
+            let e = parse_i64(args.at(3)).ok_or(Error::NotInteger)?;
+            let bit = if args.len() == 5 { unit(args.at(4))? } else { false };
+            Some((s, e, bit))
+        }
+        _ => return Err(Error::Syntax),
+    };
+    let n = match read_bytes(ctx, args.at(1))? {
+        None => 0,
+        Some(b) => {
+            let span = match range {
+                None if b.is_empty() => None,
+                None => Some((0, b.len() as u64 * 8 - 1)),
+                Some((s, e, _)) if s < 0 && e < 0 && s > e => None,
+                Some((s, e, bit)) => resolve_range(s, e, b.len(), bit),
+            };
+            span.map_or(0, |(s, e)| popcount(&b, s, e))
+        }
+    };
+    ctx.out().int(n as i64);
+    Ok(())
+}
+
+/// ```text
+/// BITPOS key bit [start [end [BYTE | BIT]]]
+/// ```
+/// Integer: the first position holding `bit`, or -1.
+fn bitpos(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    let bit = parse_i64(args.at(2)).ok_or(Error::NotInteger)?;
+    if bit != 0 && bit != 1 {
+        return Err(Error::msg("The bit argument must be 1 or 0."));
+    }
+    let want = bit as u8;
+    let argc = args.len();
+    let Some(b) = read_bytes(ctx, args.at(1))? else {
+        ctx.out().int(if want == 1 { -1 } else { 0 });
+        return Ok(());
+    };
+    let len = b.len();
+    let mut end_given = false;
+    let span = match argc {
+        3 => (len > 0).then(|| (0, len as u64 * 8 - 1)),
+        4..=6 => {
+            let s = parse_i64(args.at(3)).ok_or(Error::NotInteger)?;
+            let isbit = if argc == 6 { unit(args.at(5))? } else { false };
+            let e = if argc >= 5 {
+                end_given = true;
+                parse_i64(args.at(4)).ok_or(Error::NotInteger)?
+            } else if isbit {
+                len as i64 * 8 + 7
+            } else {
+                len as i64 - 1
+            };
+            resolve_range(s, e, len, isbit)
+        }
+        _ => return Err(Error::Syntax),
+    };
+    let Some((s, e)) = span else {
+        ctx.out().int(-1);
+        return Ok(());
+    };
+    let found = find_bit(&b, s, e, want);
+    let pos = match found {
+        Some(p) => p as i64,
+        None if want == 1 || end_given => -1,
+        // Looking for a 0 past the data: the string is zero-padded.
+        None => ((e >> 3) + 1) as i64 * 8,
+    };
+    ctx.out().int(pos);
+    Ok(())
+}
+
+/// First bit equal to `want` in the bit range [s, e].
+fn find_bit(b: &[u8], s: u64, e: u64, want: u8) -> Option<u64> {
+    let mut p = s;
+    while p <= e {
+        let byte = b[(p >> 3) as usize];
+        let x = if want == 1 { byte } else { !byte };
+        if p & 7 == 0 && e - p >= 7 {
+            if x == 0 {
+                p += 8;
+                continue;
+            }
+            return Some(p + x.leading_zeros() as u64);
+        }
+        if (x >> (7 - (p & 7))) & 1 == 1 {
+            return Some(p);
+        }
+        p += 1;
+    }
+    None
+}
+
+/// ```text
+/// BITOP AND | OR | XOR | NOT destkey key [key ...]
+/// ```
+/// Integer: the length of the result (the longest input).
+fn bitop(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    #[derive(PartialEq)]
+    enum Op {
+        And,
+        Or,
+        Xor,
+        Not,
+    }
+    let name = args.at(1);
+    let op = if name.eq_ignore_ascii_case(b"and") {
+        Op::And
+    } else if name.eq_ignore_ascii_case(b"or") {
+        Op::Or
+    } else if name.eq_ignore_ascii_case(b"xor") {
+        Op::Xor
+    } else if name.eq_ignore_ascii_case(b"not") {
+        Op::Not
+    } else {
+        return Err(Error::Syntax);
+    };
+    if op == Op::Not && args.len() != 4 {
+        return Err(Error::msg(
+            "BITOP NOT must be called with a single source key.",
+        ));
+    }
+    let dst = args.at(2);
+    let mut srcs: Vec<Vec<u8>> = Vec::with_capacity(args.len() - 3);
+    for k in args.from(3) {
+        srcs.push(read_bytes(ctx, k)?.map(|b| b.into_owned()).unwrap_or_default());
+    }
+    let maxlen = srcs.iter().map(Vec::len).max().unwrap_or(0);
+    if maxlen == 0 {
+        if ctx.db().remove(dst).is_some() {
+            ctx.modified(dst, notify::GENERIC, "del");
+        }
+        ctx.out().int(0);
+        return Ok(());
+    }
+    let byte = |s: &Vec<u8>, j: usize| s.get(j).copied().unwrap_or(0);
+    let mut res = vec![0u8; maxlen];
+    for (j, r) in res.iter_mut().enumerate() {
+        let mut out = byte(&srcs[0], j);
+        match op {
+            Op::Not => out = !out,
+            Op::And => srcs[1..].iter().for_each(|s| out &= byte(s, j)),
+            Op::Or => srcs[1..].iter().for_each(|s| out |= byte(s, j)),
+            Op::Xor => srcs[1..].iter().for_each(|s| out ^= byte(s, j)),
+        }
+        *r = out;
+    }
+    ctx.db().set(dst, Value::Str(Str::Raw(res)));
+    ctx.modified(dst, notify::STRING, "set");
+    ctx.out().int(maxlen as i64);
+    Ok(())
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Overflow {
+    Wrap,
+    Sat,
+    Fail,
+}
+
+enum FieldOp {
+    Get,
+    Set(i64),
+    Incr(i64),
+}
+
+struct Field {
+    op: FieldOp,
+    signed: bool,
+    bits: u32,
+    offset: u64,
+    overflow: Overflow,
+}
+
+/// `i1`..`i64` or `u1`..`u63`.
+fn field_type(a: &[u8]) -> Result<(bool, u32), Error> {
+    let err = || {
+        Error::msg("Invalid bitfield type. Use something like i16 u8. Note that u64 is not supported but i64 is.")
+    };
+    let signed = match a.first() {
+        Some(b'i' | b'I') => true,
+        Some(b'u' | b'U') => false,
+        _ => return Err(err()),
+    };
+    match parse_i64(&a[1..]) {
+        Some(n) if n >= 1 && (n <= 63 || (signed && n == 64)) => Ok((signed, n as u32)),
+        _ => Err(err()),
+    }
+}
+
+fn get_bits(b: &[u8], offset: u64, bits: u32) -> u64 {
+    let mut v = 0u64;
+    for i in 0..bits as u64 {
+        let o = offset + i;
+        let byte = b.get((o >> 3) as usize).copied().unwrap_or(0);
+        v = (v << 1) | ((byte >> (7 - (o & 7))) & 1) as u64;
+    }
+    v
+}
+
+fn set_bits(b: &mut [u8], offset: u64, bits: u32, v: u64) {
+    for i in 0..bits as u64 {
+        let o = offset + i;
+        let bit = (v >> (bits as u64 - 1 - i)) & 1;
+        let byte = &mut b[(o >> 3) as usize];
+        let mask = 1u8 << (7 - (o & 7));
+        if bit == 1 {
+            *byte |= mask;
+        } else {
+            *byte &= !mask;
+        }
+    }
+}
+
+fn get_signed(b: &[u8], offset: u64, bits: u32) -> i64 {
+    let u = get_bits(b, offset, bits);
+    if bits < 64 && u & (1 << (bits - 1)) != 0 {
+        (u | (u64::MAX << bits)) as i64
+    } else {
+        u as i64
+    }
+}
+
+/// Redis's `checkUnsignedBitfieldOverflow`: Some(value to store) when it
+/// overflows (None as the value for FAIL), plus whether it overflowed.
+fn unsigned_overflow(value: u64, incr: i64, bits: u32, ow: Overflow) -> (bool, u64) {
+    let max = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
+    let maxincr = max.wrapping_sub(value) as i64;
+    let minincr = (value as i64).wrapping_neg();
+    let wrap = || value.wrapping_add(incr as u64) & !(u64::MAX.checked_shl(bits).unwrap_or(0));
+    if value > max || (incr > 0 && incr > maxincr) {
+        match ow {
+            Overflow::Wrap => (true, wrap()),
+            Overflow::Sat => (true, max),
+            Overflow::Fail => (true, 0),
+        }
+    } else if incr < 0 && incr < minincr {
+        match ow {
+            Overflow::Wrap => (true, wrap()),
+            _ => (true, 0),
+        }
+    } else {
+        (false, 0)
+    }
+}
+
+/// Redis's `checkSignedBitfieldOverflow`.
+fn signed_overflow(value: i64, incr: i64, bits: u32, ow: Overflow) -> (bool, i64) {
+    let max = if bits == 64 { i64::MAX } else { (1i64 << (bits - 1)) - 1 };
+    let min = -max - 1;
+    let maxincr = (max as u64).wrapping_sub(value as u64) as i64;
+    let minincr = min.wrapping_sub(value);
+    let wrap = || {
+        let mut c = (value as u64).wrapping_add(incr as u64);
+        if bits < 64 {
+            let mask = u64::MAX << bits;
+            if c & (1u64 << (bits - 1)) != 0 {
+                c |= mask;
+            } else {
+                c &= !mask;
+            }
+        }
+        c as i64
+    };
+    if value > max || (bits != 64 && incr > maxincr) || (value >= 0 && incr > 0 && incr > maxincr) {
+        match ow {
+            Overflow::Wrap => (true, wrap()),
+            Overflow::Sat => (true, max),
+            Overflow::Fail => (true, 0),
+        }
+    } else if value < min
+        || (bits != 64 && incr < minincr)
+        || (value < 0 && incr < 0 && incr < minincr)
+    {
+        match ow {
+            Overflow::Wrap => (true, wrap()),
+            Overflow::Sat => (true, min),
+            Overflow::Fail => (true, 0),
+        }
+    } else {
+        (false, 0)
+    }
+}
+
+/// ```text
+/// BITFIELD key [GET type offset | [OVERFLOW WRAP | SAT | FAIL]
+///     SET type offset value | INCRBY type offset increment ...]
+/// ```
+/// Array: one integer (or null when OVERFLOW FAIL stopped it) per GET/SET/INCRBY.
+fn bitfield(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    bitfield_generic(ctx, args, false)
+}
+
+/// ```text
+/// BITFIELD_RO key [GET type offset ...]
+/// ```
+/// Array of integers.
+fn bitfield_ro(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    bitfield_generic(ctx, args, true)
+}
+
+fn bitfield_generic(ctx: &mut Ctx, args: &mut Args, readonly: bool) -> CmdResult {
+    let key = args.at(1);
+    let mut ops = Vec::new();
+    let mut overflow = Overflow::Wrap;
+    let mut writes = false;
+    let mut highest = 0u64;
+    let mut j = 2;
+    while j < args.len() {
+        let rem = args.len() - j - 1;
+        let sub = args.at(j);
+        let kind = if sub.eq_ignore_ascii_case(b"get") && rem >= 2 {
+            0
+        } else if sub.eq_ignore_ascii_case(b"set") && rem >= 3 {
+            1
+        } else if sub.eq_ignore_ascii_case(b"incrby") && rem >= 3 {
+            2
+        } else if sub.eq_ignore_ascii_case(b"overflow") && rem >= 1 {
+            let t = args.at(j + 1);
+            overflow = if t.eq_ignore_ascii_case(b"wrap") {
+                Overflow::Wrap
+            } else if t.eq_ignore_ascii_case(b"sat") {
+                Overflow::Sat
+            } else if t.eq_ignore_ascii_case(b"fail") {
+                Overflow::Fail
+            } else {
+                return Err(Error::msg("Invalid OVERFLOW type specified"));
+            };
+            j += 2;
+            continue;
+        } else {
+            return Err(Error::Syntax);
+        };
+        let (signed, bits) = field_type(args.at(j + 1))?;
+        let offset = bit_offset(ctx, args.at(j + 2), Some(bits as u64))?;
+        let op = match kind {
+            0 => FieldOp::Get,
+            _ => {
+                writes = true;
+                let v = parse_i64(args.at(j + 3)).ok_or(Error::NotInteger)?;
+                highest = highest.max(offset + bits as u64 - 1);
+                if kind == 1 {
+                    FieldOp::Set(v)
+                } else {
+                    FieldOp::Incr(v)
+                }
+            }
+        };
+        ops.push(Field {
+            op,
+            signed,
+            bits,
+            offset,
+            overflow,
+        });
+        j += if kind == 0 { 3 } else { 4 };
+    }
+    if readonly && writes {
+        return Err(Error::msg("BITFIELD_RO only supports the GET subcommand"));
+    }
+    if !writes {
+        let b = read_bytes(ctx, key)?.map(|b| b.into_owned()).unwrap_or_default();
+        let out = ctx.out();
+        out.array(ops.len());
+        for f in &ops {
+            if f.signed {
+                out.int(get_signed(&b, f.offset, f.bits));
+            } else {
+                out.int(get_bits(&b, f.offset, f.bits) as i64);
+            }
+        }
+        return Ok(());
+    }
+    let (v, grown) = bits_for_write(ctx, key, highest)?;
+    let mut replies: Vec<Option<i64>> = Vec::with_capacity(ops.len());
+    let mut changes = 0;
+    for f in &ops {
+        let (off, bits) = (f.offset, f.bits);
+        if f.signed {
+            let old = get_signed(v, off, bits);
+            let (of, wrapped, new, ret) = match f.op {
+                FieldOp::Get => {
+                    replies.push(Some(old));
+                    continue;
+                }
+                FieldOp::Incr(i) => {
+                    let (of, w) = signed_overflow(old, i, bits, f.overflow);
+                    let new = if of { w } else { old.wrapping_add(i) };
+                    (of, w, new, new)
+                }
+                FieldOp::Set(x) => {
+                    let (of, w) = signed_overflow(x, 0, bits, f.overflow);
+                    (of, w, if of { w } else { x }, old)
+                }
+            };
+            let _ = wrapped;
+            if of && f.overflow == Overflow::Fail {
+                replies.push(None);
+            } else {
+                replies.push(Some(ret));
+                set_bits(v, off, bits, new as u64);
+                if grown || old != new {
+                    changes += 1;
+                }
+            }
+        } else {
+            let old = get_bits(v, off, bits);
+            let (of, new, ret) = match f.op {
+                FieldOp::Get => {
+                    replies.push(Some(old as i64));
+                    continue;
+                }
+                FieldOp::Incr(i) => {
+                    let (of, w) = unsigned_overflow(old, i, bits, f.overflow);
+                    let new = if of { w } else { old.wrapping_add(i as u64) };
+                    (of, new, new)
+                }
+                FieldOp::Set(x) => {
+                    let (of, w) = unsigned_overflow(x as u64, 0, bits, f.overflow);
+                    (of, if of { w } else { x as u64 }, old)
+                }
+            };
+            if of && f.overflow == Overflow::Fail {
+                replies.push(None);
+            } else {
+                replies.push(Some(ret as i64));
+                set_bits(v, off, bits, new);
+                if grown || old != new {
+                    changes += 1;
+                }
+            }
+        }
+    }
+    let out = ctx.out();
+    out.array(replies.len());
+    for r in replies {
+        match r {
+            Some(n) => out.int(n),
+            None => out.null(),
+        }
+    }
+    if changes > 0 {
+        ctx.modified(key, notify::STRING, "setbit");
+    }
+    Ok(())
+}

@@ -7,7 +7,7 @@ use crate::server::Ctx;
 
 pub static SPECS: &[CommandSpec] = &[
     CommandSpec::new("ping", -1, FAST | SENTINEL, (0, 0, 0), ping),
-    CommandSpec::new("echo", 2, FAST, (0, 0, 0), echo),
+    CommandSpec::new("echo", 2, LOADING | STALE | FAST, (0, 0, 0), echo),
     CommandSpec::new(
         "quit",
         -1,
@@ -183,7 +183,7 @@ fn hello(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         ctx.client.user = String::from_utf8_lossy(u).into_owned();
     }
     if !ctx.client.authenticated {
-        return Err(Error::coded("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"));
+        return Err(Error::coded("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"));
     }
     if let Some(n) = name {
         validate_client_name(n)?;
@@ -220,6 +220,7 @@ fn hello(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 fn reset(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
     crate::cmd::txn::discard_transaction(ctx.srv, ctx.client);
     crate::cmd::pubsub::unsubscribe_all(ctx.srv, ctx.client);
+    crate::server::tracking::disable(ctx.srv, ctx.client);
     let id = ctx.client.id;
     ctx.srv.monitors.retain(|&m| m != id);
     let c = &mut *ctx.client;

@@ -1,5 +1,148 @@
-//! The hll command family.
+//! HyperLogLog commands: PFADD, PFCOUNT, PFMERGE. The representation lives in
+//! `types::hll`; values are ordinary strings holding Redis's exact bytes.
 
-use crate::command::CommandSpec;
+use crate::command::flags::*;
+use crate::command::{Args, CommandSpec};
+use crate::db::Value;
+use crate::error::{CmdResult, Error};
+use crate::server::{notify, Ctx};
+use crate::types::hll::{self, REGISTERS};
+use crate::types::string::Str;
 
-pub static SPECS: &[CommandSpec] = &[];
+pub static SPECS: &[CommandSpec] = &[
+    CommandSpec::new("pfadd", -2, WRITE | DENYOOM | FAST, (1, 1, 1), pfadd),
+    CommandSpec::new("pfcount", -2, READONLY, (1, -1, 1), pfcount),
+    CommandSpec::new("pfmerge", -2, WRITE | DENYOOM, (1, -1, 1), pfmerge),
+];
+
+fn not_hll() -> Error {
+    Error::coded("WRONGTYPE Key is not a valid HyperLogLog string value.")
+}
+
+fn corrupt() -> Error {
+    Error::coded("INVALIDOBJ Corrupted HLL object detected")
+}
+
+fn sparse_max(ctx: &Ctx) -> usize {
+    ctx.srv.config.hll_sparse_max_bytes
+}
+
+/// Checks a value is an HLL (Redis's `isHLLObjectOrReply`).
+fn check(v: &Value) -> Result<(), Error> {
+    match v {
+        Value::Str(Str::Emb(b) | Str::Raw(b)) if hll::is_valid(b) => Ok(()),
+        Value::Str(_) => Err(not_hll()),
+        _ => Err(Error::WrongType),
+    }
+}
+
+/// The HLL bytes at `key` for writing (already checked).
+fn hll_mut<'a>(ctx: &'a mut Ctx, key: &[u8]) -> &'a mut Vec<u8> {
+    match ctx.db().get_mut(key) {
+        Some(Value::Str(s)) => s.make_raw(),
+        _ => unreachable!("checked HLL"),
+    }
+}
+
+/// ```text
+/// PFADD key [element ...]
+/// ```
+/// Integer: 1 when a register changed (or the key was created), else 0.
+fn pfadd(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    let key = args.at(1);
+    let max = sparse_max(ctx);
+    let mut updated = 0;
+    match ctx.db().get_mut(key) {
+        None => {
+            ctx.db().add_new(key, Value::Str(Str::Raw(hll::new_sparse())));
+            updated += 1;
+        }
+        Some(v) => check(v)?,
+    }
+    let b = hll_mut(ctx, key);
+    for e in args.from(2) {
+        match hll::add(b, e, max) {
+            Ok(true) => updated += 1,
+            Ok(false) => {}
+            Err(_) => return Err(corrupt()),
+        }
+    }
+    if updated > 0 {
+        hll::invalidate_cache(b);
+        ctx.modified(key, notify::STRING, "pfadd");
+    }
+    ctx.out().int((updated > 0) as i64);
+    Ok(())
+}
+
+/// ```text
+/// PFCOUNT key [key ...]
+/// ```
+/// Integer: the estimated cardinality (of the union, for several keys).
+fn pfcount(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    if args.len() > 2 {
+        let mut max = Box::new([0u8; REGISTERS]);
+        for k in args.from(1) {
+            let Some(v) = ctx.db().get(k) else { continue };
+            check(v)?;
+            let Value::Str(s) = v else { unreachable!() };
+            hll::merge_into(&mut max, &s.as_bytes()).map_err(|_| corrupt())?;
+        }
+        let n = hll::estimate(&hll::histogram_raw(&max));
+        ctx.out().int(n as i64);
+        return Ok(());
+    }
+    let key = args.at(1);
+    match ctx.db().get(key) {
+        None => {
+            ctx.out().int(0);
+            return Ok(());
+        }
+        Some(v) => check(v)?,
+    }
+    let b = hll_mut(ctx, key);
+    let n = match hll::cached(b) {
+        Some(n) => n,
+        None => {
+            let n = hll::estimate(&hll::histogram(b).map_err(|_| corrupt())?);
+            hll::set_cache(b, n);
+            // Updating the cache changes the value: WATCH sees it, no event.
+            ctx.db().touch(key);
+            ctx.srv.ks.dirty += 1;
+            n
+        }
+    };
+    ctx.out().int(n as i64);
+    Ok(())
+}
+
+/// ```text
+/// PFMERGE destkey [sourcekey ...]
+/// ```
+/// `OK`; the destination holds the union of every input (itself included).
+fn pfmerge(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    let dst = args.at(1);
+    let mut max = Box::new([0u8; REGISTERS]);
+    let mut dense = false;
+    for k in args.from(1) {
+        let Some(v) = ctx.db().get(k) else { continue };
+        check(v)?;
+        let Value::Str(s) = v else { unreachable!() };
+        let b = s.as_bytes();
+        dense |= hll::is_dense(&b);
+        hll::merge_into(&mut max, &b).map_err(|_| corrupt())?;
+    }
+    if ctx.db().get_mut(dst).is_none() {
+        ctx.db().add_new(dst, Value::Str(Str::Raw(hll::new_sparse())));
+    }
+    let sparse_max = sparse_max(ctx);
+    let b = hll_mut(ctx, dst);
+    if dense {
+        hll::to_dense(b).map_err(|_| corrupt())?;
+    }
+    hll::store_registers(b, &max, sparse_max).map_err(|_| corrupt())?;
+    hll::invalidate_cache(b);
+    ctx.modified(dst, notify::STRING, "pfadd");
+    ctx.out().ok();
+    Ok(())
+}

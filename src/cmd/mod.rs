@@ -10,10 +10,13 @@ pub mod hll;
 pub mod keyspace;
 pub mod list;
 pub mod pubsub;
+pub mod replication;
 pub mod scripting;
 pub mod server;
 pub mod set;
+pub mod sort;
 pub mod string;
+pub mod tracking;
 pub mod txn;
 pub mod zset;
 
@@ -24,12 +27,14 @@ pub static ALL: &[&[CommandSpec]] = &[
     list::SPECS,
     hash::SPECS,
     set::SPECS,
+    sort::SPECS,
     zset::SPECS,
     bitmap::SPECS,
     hll::SPECS,
     txn::SPECS,
     scripting::SPECS,
     pubsub::SPECS,
+    replication::SPECS,
     server::SPECS,
     connection::SPECS,
     cluster::SPECS,

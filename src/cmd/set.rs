@@ -1,5 +1,579 @@
 //! The set command family.
 
-use crate::command::CommandSpec;
+use crate::command::flags::*;
+use crate::command::{Args, CommandSpec};
+use crate::db::{Db, Value};
+use crate::error::{CmdResult, Error};
+use crate::resp::encode::Reply;
+use crate::server::{notify, Ctx};
+use crate::types::number::parse_i64;
+use crate::types::set::{Member, Set};
 
-pub static SPECS: &[CommandSpec] = &[];
+use super::hash::{
+    parse_cursor, parse_scan_opts, rand_count, sample_unique, scan_keep, scan_reply, RandCount,
+};
+
+pub static SPECS: &[CommandSpec] = &[
+    CommandSpec::new("sadd", -3, WRITE | DENYOOM | FAST, (1, 1, 1), sadd),
+    CommandSpec::new("srem", -3, WRITE | FAST, (1, 1, 1), srem),
+    CommandSpec::new("smembers", 2, READONLY, (1, 1, 1), smembers),
+    CommandSpec::new("sismember", 3, READONLY | FAST, (1, 1, 1), sismember),
+    CommandSpec::new("smismember", -3, READONLY | FAST, (1, 1, 1), smismember),
+    CommandSpec::new("scard", 2, READONLY | FAST, (1, 1, 1), scard),
+    CommandSpec::new("spop", -2, WRITE | FAST, (1, 1, 1), spop),
+    CommandSpec::new("srandmember", -2, READONLY, (1, 1, 1), srandmember),
+    CommandSpec::new("smove", 4, WRITE | FAST, (1, 2, 1), smove),
+    CommandSpec::new("sinter", -2, READONLY, (1, -1, 1), sinter),
+    CommandSpec::new("sintercard", -3, READONLY, (0, 0, 0), sintercard)
+        .with_keys_fn(sintercard_keys),
+    CommandSpec::new("sinterstore", -3, WRITE | DENYOOM, (1, -1, 1), sinterstore),
+    CommandSpec::new("sunion", -2, READONLY, (1, -1, 1), sunion),
+    CommandSpec::new("sunionstore", -3, WRITE | DENYOOM, (1, -1, 1), sunionstore),
+    CommandSpec::new("sdiff", -2, READONLY, (1, -1, 1), sdiff),
+    CommandSpec::new("sdiffstore", -3, WRITE | DENYOOM, (1, -1, 1), sdiffstore),
+    CommandSpec::new("sscan", -3, READONLY, (1, 1, 1), sscan),
+];
+
+/// The set at `key` for reading (counts a keyspace hit or miss).
+pub(crate) fn read<'a>(db: &'a mut Db, key: &[u8]) -> Result<Option<&'a Set>, Error> {
+    match db.get(key) {
+        None => Ok(None),
+        Some(Value::Set(s)) => Ok(Some(s)),
+        Some(_) => Err(Error::WrongType),
+    }
+}
+
+/// The set at `key` for writing.
+fn write<'a>(db: &'a mut Db, key: &[u8]) -> Result<Option<&'a mut Set>, Error> {
+    match db.get_mut(key) {
+        None => Ok(None),
+        Some(Value::Set(s)) => Ok(Some(s)),
+        Some(_) => Err(Error::WrongType),
+    }
+}
+
+/// `set-max-intset-entries`.
+fn max_ints(ctx: &Ctx) -> usize {
+    ctx.srv.config.set_max_intset_entries
+}
+
+/// Writes a member as a bulk string.
+fn bulk_member(out: &mut Reply, m: Member) {
+    match m {
+        Member::Int(n) => out.bulk_int(n),
+        Member::Bytes(b) => out.bulk(b),
+    }
+}
+
+/// Deletes `key` when its set became empty, with the `del` event.
+fn delete_if_empty(ctx: &mut Ctx, key: &[u8]) {
+    if let Some(Value::Set(s)) = ctx.db().peek(key) {
+        if s.is_empty() {
+            ctx.db().remove(key);
+            ctx.modified(key, notify::GENERIC, "del");
+        }
+    }
+}
+
+/// ```text
+/// SADD key member [member ...]
+/// ```
+/// Integer: members added.
+fn sadd(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    let key = args.at(1);
+    let max = max_ints(ctx);
+    let s = match ctx.db().get_or_create(key, || Value::Set(Set::new())).0 {
+        Value::Set(s) => s,
+        _ => return Err(Error::WrongType),
+    };
+    let mut added = 0;
+    for m in args.from(2) {
+        added += s.add(m, max) as i64;
+    }
+    if added > 0 {
+        ctx.modified(key, notify::SET, "sadd");
+    } else {
+        delete_if_empty(ctx, key); // only a fresh empty set: never kept
+    }
+    ctx.out().int(added);
+    Ok(())
+}
+
+/// ```text
+/// SREM key member [member ...]
+/// ```
+/// Integer: members removed; the key goes with its last member.
+fn srem(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    let key = args.at(1);
+    let Some(s) = write(ctx.db(), key)? else {
+        ctx.out().int(0);
+        return Ok(());
+    };
+    let mut n = 0;
+    for m in args.from(2) {
+        if s.remove(m) {
+            n += 1;
+            if s.is_empty() {
+                break;
+            }
+        }
+    }
+    if n > 0 {
+        ctx.modified(key, notify::SET, "srem");
+        delete_if_empty(ctx, key);
+    }
+    ctx.out().int(n);
+    Ok(())
+}
+
+/// ```text
+/// SMEMBERS key
+/// ```
+/// Set of members (ascending for an intset).
+fn smembers(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    let (db, out) = ctx.db_out();
+    match read(db, args.at(1))? {
+        None => out.set(0),
+        Some(s) => {
+            out.set(s.len());
+            for m in s.iter() {
+                bulk_member(out, m);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// ```text
+/// SISMEMBER key member
+/// ```
+/// Integer: 1 or 0.
+fn sismember(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    let (db, out) = ctx.db_out();
+    let found = read(db, args.at(1))?.is_some_and(|s| s.contains(args.at(2)));
+    out.int(found as i64);
+    Ok(())
+}
+
+/// ```text
+/// SMISMEMBER key member [member ...]
+/// ```
+/// Array of integers, 1 or 0 each.
+fn smismember(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    let (db, out) = ctx.db_out();
+    let s = read(db, args.at(1))?;
+    out.array(args.len() - 2);
+    for m in args.from(2) {
+        out.int(s.is_some_and(|s| s.contains(m)) as i64);
+    }
+    Ok(())
+}
+
+/// ```text
+/// SCARD key
+/// ```
+/// Integer.
+fn scard(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    let (db, out) = ctx.db_out();
+    let n = read(db, args.at(1))?.map_or(0, |s| s.len());
+    out.int(n as i64);
+    Ok(())
+}
+
+/// ```text
+/// SPOP key [count]
+/// ```
+/// Bulk string or null; with a count, a set of members.
+fn spop(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    let key = args.at(1);
+    if args.len() > 3 {
+        return Err(Error::Syntax);
+    }
+    let count = if args.len() == 3 {
+        args.set_pos(2);
+        Some(super::list::positive(args, "value is out of range, must be positive")? as usize)
+    } else {
+        None
+    };
+    let Ctx { srv, client, .. } = &mut *ctx;
+    let rng = &mut srv.rng;
+    let Some(s) = write(&mut srv.ks.dbs[client.db], key)? else {
+        match count {
+            Some(_) => client.reply.set(0),
+            None => client.reply.null(),
+        }
+        return Ok(());
+    };
+    let popped: Vec<Vec<u8>> = match count {
+        Some(0) => {
+            client.reply.set(0);
+            return Ok(());
+        }
+        None => {
+            let m = s.random(|| rng.next_u64()).unwrap().to_bytes().into_owned();
+            s.remove(&m);
+            vec![m]
+        }
+        Some(n) => {
+            let mut all: Vec<Vec<u8>> = s.iter().map(|m| m.to_bytes().into_owned()).collect();
+            if n < all.len() {
+                sample_unique(&mut all, n, || rng.next_u64());
+            }
+            for m in &all {
+                s.remove(m);
+            }
+            all
+        }
+    };
+    ctx.modified(key, notify::SET, "spop");
+    delete_if_empty(ctx, key);
+    let out = ctx.out();
+    if count.is_some() {
+        out.set(popped.len());
+        for m in &popped {
+            out.bulk(m);
+        }
+    } else {
+        out.bulk(&popped[0]);
+    }
+    Ok(())
+}
+
+/// ```text
+/// SRANDMEMBER key [count]
+/// ```
+/// Bulk string or null; with a count, an array (negative: repeats allowed).
+fn srandmember(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    let key = args.at(1);
+    if args.len() > 3 {
+        return Err(Error::Syntax);
+    }
+    let count = if args.len() == 3 {
+        Some(rand_count(args.at(2), false)?)
+    } else {
+        None
+    };
+    let Ctx { srv, client, .. } = &mut *ctx;
+    let rng = &mut srv.rng;
+    let out = &mut client.reply;
+    let s = read(&mut srv.ks.dbs[client.db], key)?;
+    let Some(count) = count else {
+        match s.and_then(|s| s.random(|| rng.next_u64())) {
+            Some(m) => bulk_member(out, m),
+            None => out.null(),
+        }
+        return Ok(());
+    };
+    let Some(s) = s else {
+        out.empty_array();
+        return Ok(());
+    };
+    let picked: Vec<Member> = match count {
+        RandCount::Repeat(n) => {
+            // Streamed: a huge count must not be collected first.
+            out.array(n);
+            for _ in 0..n {
+                bulk_member(out, s.random(|| rng.next_u64()).unwrap());
+            }
+            return Ok(());
+        }
+        RandCount::Unique(n) if n >= s.len() => s.iter().collect(),
+        RandCount::Unique(n) => {
+            let mut all: Vec<Member> = s.iter().collect();
+            sample_unique(&mut all, n, || rng.next_u64());
+            all
+        }
+    };
+    out.array(picked.len());
+    for m in picked {
+        bulk_member(out, m);
+    }
+    Ok(())
+}
+
+/// ```text
+/// SMOVE source destination member
+/// ```
+/// Integer: 1 when moved, 0 when not a member of the source.
+fn smove(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    let (src, dst, m) = (args.at(1), args.at(2), args.at(3));
+    let max = max_ints(ctx);
+    let db = ctx.db();
+    let dst_kind = db.get_mut(dst).map(|v| v.kind());
+    let Some(s) = write(db, src)? else {
+        ctx.out().int(0);
+        return Ok(());
+    };
+    if dst_kind.is_some_and(|k| k != crate::db::Kind::Set) {
+        return Err(Error::WrongType);
+    }
+    if src == dst {
+        let found = s.contains(m);
+        ctx.out().int(found as i64);
+        return Ok(());
+    }
+    if !s.remove(m) {
+        ctx.out().int(0);
+        return Ok(());
+    }
+    ctx.modified(src, notify::SET, "srem");
+    delete_if_empty(ctx, src);
+    let added = match ctx.db().get_or_create(dst, || Value::Set(Set::new())).0 {
+        Value::Set(d) => d.add(m, max),
+        _ => unreachable!("checked above"),
+    };
+    if added {
+        ctx.modified(dst, notify::SET, "sadd");
+    }
+    ctx.out().int(1);
+    Ok(())
+}
+
+/// Looks every key up (expiring, counting hits) and type-checks them all
+/// before any work, as Redis does.
+fn check_sets(db: &mut Db, keys: &[&[u8]]) -> Result<(), Error> {
+    for &k in keys {
+        read(db, k)?;
+    }
+    Ok(())
+}
+
+/// The sets at `keys` (already checked), None for missing ones.
+fn peek_sets<'a>(db: &'a Db, keys: &[&[u8]]) -> Vec<Option<&'a Set>> {
+    keys.iter()
+        .map(|k| match db.peek(k) {
+            Some(Value::Set(s)) => Some(s),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Members of the intersection, walking the smallest set, stopping after
+/// `limit` members (0: no limit). None when some key is missing.
+fn intersect(sets: &[Option<&Set>], limit: usize) -> Vec<Vec<u8>> {
+    if sets.iter().any(|s| s.is_none_or(|s| s.is_empty())) {
+        return Vec::new();
+    }
+    let mut sets: Vec<&Set> = sets.iter().map(|s| s.unwrap()).collect();
+    sets.sort_by_key(|s| s.len());
+    let mut out = Vec::new();
+    for m in sets[0].iter() {
+        let b = m.to_bytes();
+        if sets[1..].iter().all(|o| o.contains(&b)) {
+            out.push(b.into_owned());
+            if limit != 0 && out.len() >= limit {
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// Union or difference into a new set (iterated like a real set, so an
+/// all-integer result comes out sorted, as Redis's intset does).
+fn union_diff(sets: &[Option<&Set>], diff: bool, max: usize) -> Set {
+    let mut out = Set::new();
+    if diff {
+        if let Some(first) = sets[0] {
+            for m in first.iter() {
+                let b = m.to_bytes();
+                if !sets[1..].iter().any(|o| o.is_some_and(|o| o.contains(&b))) {
+                    out.add(&b, max);
+                }
+            }
+        }
+    } else {
+        for s in sets.iter().flatten() {
+            for m in s.iter() {
+                out.add(&m.to_bytes(), max);
+            }
+        }
+    }
+    out
+}
+
+/// Which set operation a command performs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Inter,
+    Union,
+    Diff,
+}
+
+/// The result of `op` over the sets at `keys`, as a set value.
+fn compute(ctx: &mut Ctx, keys: &[&[u8]], op: Op) -> Result<Set, Error> {
+    let max = max_ints(ctx);
+    let db = ctx.db();
+    check_sets(db, keys)?;
+    let sets = peek_sets(db, keys);
+    Ok(match op {
+        Op::Inter => {
+            let mut s = Set::new();
+            for m in intersect(&sets, 0) {
+                s.add(&m, max);
+            }
+            s
+        }
+        Op::Union => union_diff(&sets, false, max),
+        Op::Diff => union_diff(&sets, true, max),
+    })
+}
+
+fn op_reply(ctx: &mut Ctx, args: &Args, op: Op) -> CmdResult {
+    let keys: Vec<&[u8]> = args.from(1).collect();
+    if op == Op::Inter {
+        // Intersection replies in the smallest set's order, not a rebuilt set's.
+        let db = ctx.db();
+        check_sets(db, &keys)?;
+        let members = intersect(&peek_sets(db, &keys), 0);
+        let out = ctx.out();
+        out.set(members.len());
+        for m in &members {
+            out.bulk(m);
+        }
+        return Ok(());
+    }
+    let s = compute(ctx, &keys, op)?;
+    let out = ctx.out();
+    out.set(s.len());
+    for m in s.iter() {
+        bulk_member(out, m);
+    }
+    Ok(())
+}
+
+fn op_store(ctx: &mut Ctx, args: &Args, op: Op, event: &'static str) -> CmdResult {
+    let dst = args.at(1);
+    let keys: Vec<&[u8]> = args.from(2).collect();
+    let s = compute(ctx, &keys, op)?;
+    let n = s.len() as i64;
+    if n > 0 {
+        ctx.db().set(dst, Value::Set(s));
+        ctx.modified(dst, notify::SET, event);
+    } else if ctx.db().remove(dst).is_some() {
+        ctx.modified(dst, notify::GENERIC, "del");
+    }
+    ctx.out().int(n);
+    Ok(())
+}
+
+/// ```text
+/// SINTER key [key ...]
+/// ```
+/// Set of members.
+fn sinter(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    op_reply(ctx, args, Op::Inter)
+}
+
+/// ```text
+/// SUNION key [key ...]
+/// ```
+/// Set of members.
+fn sunion(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    op_reply(ctx, args, Op::Union)
+}
+
+/// ```text
+/// SDIFF key [key ...]
+/// ```
+/// Set of members.
+fn sdiff(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    op_reply(ctx, args, Op::Diff)
+}
+
+/// ```text
+/// SINTERSTORE destination key [key ...]
+/// ```
+/// Integer: the size of the stored result (an empty one deletes the destination).
+fn sinterstore(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    op_store(ctx, args, Op::Inter, "sinterstore")
+}
+
+/// ```text
+/// SUNIONSTORE destination key [key ...]
+/// ```
+/// Integer: the size of the stored result.
+fn sunionstore(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    op_store(ctx, args, Op::Union, "sunionstore")
+}
+
+/// ```text
+/// SDIFFSTORE destination key [key ...]
+/// ```
+/// Integer: the size of the stored result.
+fn sdiffstore(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    op_store(ctx, args, Op::Diff, "sdiffstore")
+}
+
+fn sintercard_keys(args: &Args) -> Vec<usize> {
+    match args.len().checked_sub(2).and_then(|room| {
+        let n = parse_i64(args.at(1))?;
+        (n > 0 && n as usize <= room).then_some(n as usize)
+    }) {
+        Some(n) => (2..2 + n).collect(),
+        None => Vec::new(),
+    }
+}
+
+/// ```text
+/// SINTERCARD numkeys key [key ...] [LIMIT limit]
+/// ```
+/// Integer: the intersection's size, capped at LIMIT when given (0: no cap).
+fn sintercard(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    let numkeys = match parse_i64(args.at(1)) {
+        Some(n) if n > 0 => n as usize,
+        _ => return Err(Error::msg("numkeys should be greater than 0")),
+    };
+    if numkeys > args.len() - 2 {
+        return Err(Error::msg(
+            "Number of keys can't be greater than number of args",
+        ));
+    }
+    let mut limit = 0usize;
+    args.set_pos(2 + numkeys);
+    while let Some(opt) = args.next() {
+        if opt.eq_ignore_ascii_case(b"LIMIT") && args.has_more() {
+            limit = super::list::positive(args, "LIMIT can't be negative")? as usize;
+        } else {
+            return Err(Error::Syntax);
+        }
+    }
+    let keys: Vec<&[u8]> = (2..2 + numkeys).map(|i| args.at(i)).collect();
+    let db = ctx.db();
+    check_sets(db, &keys)?;
+    let n = intersect(&peek_sets(db, &keys), limit).len();
+    ctx.out().int(n as i64);
+    Ok(())
+}
+
+/// ```text
+/// SSCAN key cursor [MATCH pattern] [COUNT count]
+/// ```
+/// Array: next cursor, then an array of members.
+fn sscan(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    let mut cursor = parse_cursor(args.at(2))?;
+    let (db, out) = ctx.db_out();
+    let Some(s) = read(db, args.at(1))? else {
+        scan_reply(out, 0, &[]);
+        return Ok(());
+    };
+    let o = parse_scan_opts(args, 3)?;
+    let mut items = Vec::new();
+    let mut raw = 0;
+    let mut budget = o.count.saturating_mul(10);
+    loop {
+        cursor = s.scan(cursor, |m| {
+            raw += 1;
+            let b = m.to_bytes();
+            if scan_keep(&o, &b) {
+                items.push(b.into_owned());
+            }
+        });
+        budget -= 1;
+        if cursor == 0 || budget == 0 || raw >= o.count {
+            break;
+        }
+    }
+    scan_reply(out, cursor, &items);
+    Ok(())
+}

@@ -138,12 +138,13 @@ fn watch(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         let expired_at_watch = db.is_expired(key);
         let w = db.watched.entry(key.into()).or_default();
         w.watchers += 1;
-        let version = w.version;
+        let (version, stale_deletes) = (w.version, w.stale_deletes);
         ctx.client.watched.push(WatchedKey {
             db: dbi,
             key: key.into(),
             version,
             expired_at_watch,
+            stale_deletes,
         });
     }
     ctx.out().ok();
@@ -160,14 +161,21 @@ fn unwatch(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
     Ok(())
 }
 
-/// True when any key the client watches was touched, or expired since WATCH.
+/// True when any key the client watches was touched, or expired since
+/// WATCH. Deleting a key that had already expired when it was watched is
+/// no change (Redis's "WATCH stale keys should not fail EXEC").
 fn watched_touched(srv: &Server, c: &Client) -> bool {
     c.watched.iter().any(|w| {
         let db = &srv.ks.dbs[w.db];
-        let changed = db
-            .watched
-            .get(&w.key)
-            .map_or(true, |e| e.version != w.version);
+        let changed = db.watched.get(&w.key).is_none_or(|e| {
+            let bumps = e.version - w.version;
+            let excused = if w.expired_at_watch {
+                (e.stale_deletes - w.stale_deletes).min(1)
+            } else {
+                0
+            };
+            bumps > excused
+        });
         changed || (!w.expired_at_watch && db.is_expired(&w.key))
     })
 }

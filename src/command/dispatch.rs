@@ -18,14 +18,12 @@ pub fn dispatch(srv: &mut Server, client: &mut Client, args: &Args) {
     }
     crate::clock::begin_command();
     let start_len = client.reply.len();
-    let drop_reply = match client.reply_mode {
-        ReplyMode::Off => true,
-        ReplyMode::SkipThis => {
-            client.reply_mode = ReplyMode::On;
-            true
-        }
-        ReplyMode::On => false,
-    };
+    // CLIENT REPLY: OFF drops replies until a command turns it back on (the
+    // reply of CLIENT REPLY ON itself is sent); SKIP drops the next reply.
+    let mode_before = client.reply_mode;
+    if mode_before == ReplyMode::SkipThis {
+        client.reply_mode = ReplyMode::On;
+    }
     match check(srv, client, args) {
         Ok(cmd) => {
             if client.multi.is_some() && !is_multi_control(cmd) {
@@ -52,9 +50,47 @@ pub fn dispatch(srv: &mut Server, client: &mut Client, args: &Args) {
             client.reply.error_line(&e.text());
         }
     }
+    let drop_reply = match mode_before {
+        ReplyMode::Off => client.reply_mode == ReplyMode::Off,
+        ReplyMode::SkipThis => true,
+        ReplyMode::On => false,
+    };
     if drop_reply {
         client.reply.truncate(start_len);
     }
+    crate::server::tracking::after_dispatch(client, args);
+}
+
+/// True when CLIENT PAUSE holds this request back: every command under
+/// `PAUSE ALL`, and writes (or EXEC of a transaction with writes, or
+/// may-replicate commands) under `PAUSE WRITE`. The request stays in the
+/// query buffer and runs when the pause ends, as Redis postpones it.
+pub fn must_postpone(srv: &mut Server, client: &Client, args: &Args) -> bool {
+    let Some(p) = srv.pause else {
+        return false;
+    };
+    if p.until_ms <= crate::clock::real_now_us() / 1000 {
+        srv.pause = None;
+        return false;
+    }
+    if client.conn_kind == crate::server::client::ConnKind::Script || args.is_empty() {
+        return false;
+    }
+    if !p.write_only {
+        return true;
+    }
+    let Ok(cmd) = resolve(args) else {
+        return false;
+    };
+    let writes = flags::WRITE | flags::MAY_REPLICATE;
+    if cmd.spec.has(writes) {
+        return true;
+    }
+    cmd.spec.name == "exec"
+        && client
+            .multi
+            .as_ref()
+            .is_some_and(|m| m.queue.iter().any(|q| q.spec.has(writes)))
 }
 
 /// Commands that act on the transaction itself instead of being queued.
@@ -170,6 +206,10 @@ pub fn call(
     in_exec: bool,
 ) -> bool {
     let started = Instant::now();
+    // CLIENT NO-TOUCH: lookups by this client leave LRU/LFU metadata alone.
+    crate::db::set_no_touch(client.no_touch);
+    notify::sync_db_mask(srv);
+    let reply_start = client.reply.len();
     let mut cursor = Args::new_at(args, if cmd.spec.name.contains('|') { 2 } else { 1 });
     let result = {
         let mut ctx = Ctx {
@@ -187,9 +227,17 @@ pub fn call(
         srv.stats.error(e.code());
         srv.stats.cmd(cmd.id).failed += 1;
     }
+    let elapsed_us = started.elapsed().as_micros() as u64;
+    notify::flush_before_reply(srv, client, reply_start);
+    if client.tracking.is_some() && cmd.spec.has(flags::READONLY) {
+        crate::server::tracking::remember_read(srv, client, cmd.spec, args);
+    }
     let st = srv.stats.cmd(cmd.id);
     st.calls += 1;
-    st.usec += started.elapsed().as_micros() as u64;
+    st.usec += elapsed_us;
+    if !cmd.spec.has(flags::SKIP_SLOWLOG) && client.blocked.is_none() {
+        crate::cmd::server::slowlog::record(srv, client, args, elapsed_us as i64);
+    }
     srv.stats.commands_processed += 1;
     client.commands += 1;
     client.last_cmd = cmd.spec.name;
@@ -203,5 +251,7 @@ pub fn call(
 /// clients blocked on keys that became ready.
 pub fn after_command(srv: &mut Server, client: &mut Client) {
     notify::flush(srv, client);
+    crate::server::tracking::send_pending(srv, client);
+    crate::server::pubsub::deliver_stashed(srv, client);
     blocking::serve_ready(srv, client);
 }

@@ -113,6 +113,12 @@ impl CommandSpec {
         }
     }
 
+    /// A command that runs by itself without arguments and also has subcommands (COMMAND).
+    pub const fn with_subcommands(mut self, subs: &'static [CommandSpec]) -> CommandSpec {
+        self.subcommands = subs;
+        self
+    }
+
     pub const fn with_keys_fn(mut self, f: KeysFn) -> CommandSpec {
         self.keys_fn = Some(f);
         self

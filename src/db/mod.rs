@@ -6,6 +6,7 @@ pub mod value;
 use std::collections::{HashMap, VecDeque};
 
 use crate::clock;
+use crate::server::notify;
 use dict::Dict;
 pub use value::{Kind, Value};
 
@@ -19,18 +20,121 @@ pub type ClientId = u64;
 pub struct Watched {
     pub version: u64,
     pub watchers: u32,
+    /// How many of the `version` bumps deleted the key because it had
+    /// expired: for a client that WATCHed the key when it was already
+    /// expired, that deletion is no logical change (Redis's `wk->expired`).
+    pub stale_deletes: u64,
+}
+
+/// A stored value with its access metadata (what Redis keeps in `robj.lru`).
+///
+/// Both clocks are kept whatever the maxmemory policy, so `OBJECT IDLETIME`
+/// and `OBJECT FREQ` answer right after a policy change (Redis reuses one
+/// field for either and needs time to adjust).
+pub struct Entry {
+    pub val: Value,
+    /// Unix seconds of the last access (`OBJECT IDLETIME`).
+    pub lru: u32,
+    /// Redis's LFU word: minutes clock (16 bits) << 8 | logarithmic counter (8 bits).
+    pub lfu: u32,
+}
+
+/// LFU counter of a new key (`LFU_INIT_VAL`).
+pub const LFU_INIT_VAL: u32 = 5;
+/// Redis's defaults for `lfu-log-factor` and `lfu-decay-time` (minutes).
+const LFU_LOG_FACTOR: u32 = 10;
+const LFU_DECAY_TIME: u32 = 1;
+
+thread_local! {
+    /// Set while a `CLIENT NO-TOUCH` client runs a command: lookups leave the
+    /// access metadata alone.
+    static NO_TOUCH: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Lookups made from now on skip (or resume) updating LRU/LFU metadata;
+/// the dispatcher calls this with the client's `no_touch` flag.
+pub fn set_no_touch(on: bool) {
+    NO_TOUCH.with(|c| c.set(on));
+}
+
+fn now_secs() -> u32 {
+    (clock::now_ms() / 1000) as u32
+}
+
+fn now_minutes() -> u32 {
+    ((clock::now_ms() / 60_000) & 0xffff) as u32
+}
+
+impl Entry {
+    fn new(val: Value) -> Entry {
+        Entry {
+            val,
+            lru: now_secs(),
+            lfu: now_minutes() << 8 | LFU_INIT_VAL,
+        }
+    }
+
+    /// Seconds since the last access.
+    pub fn idle_secs(&self) -> u64 {
+        now_secs().saturating_sub(self.lru) as u64
+    }
+
+    /// The LFU counter after decay (Redis's `LFUDecrAndReturn`).
+    pub fn freq(&self) -> u32 {
+        let ldt = self.lfu >> 8;
+        let counter = self.lfu & 255;
+        let now = now_minutes();
+        let elapsed = if now >= ldt {
+            now - ldt
+        } else {
+            65535 - ldt + now
+        };
+        let periods = elapsed / LFU_DECAY_TIME;
+        counter.saturating_sub(periods)
+    }
+
+    /// Records an access (Redis's `lookupKey` LRU/LFU update).
+    fn access(&mut self, rand: &mut u64) {
+        if NO_TOUCH.with(|c| c.get()) {
+            return;
+        }
+        self.lru = now_secs();
+        let mut counter = self.freq();
+        if counter < 255 {
+            // LFULogIncr: increment with probability 1/((counter-init)*factor+1).
+            let base = counter.saturating_sub(LFU_INIT_VAL) as f64;
+            let p = 1.0 / (base * LFU_LOG_FACTOR as f64 + 1.0);
+            *rand = rand.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = *rand;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^= z >> 31;
+            let r = (z >> 11) as f64 / (1u64 << 53) as f64;
+            if r < p {
+                counter += 1;
+            }
+        }
+        self.lfu = now_minutes() << 8 | counter;
+    }
 }
 
 /// One numbered database.
 #[derive(Default)]
 pub struct Db {
     pub id: usize,
-    keys: Dict<Value>,
+    keys: Dict<Entry>,
+    /// State of the PRNG behind LFU's probabilistic counter (splitmix64).
+    rng: u64,
     /// Expiry times in unix milliseconds, only for keys that have one.
     expires: Dict<i64>,
     /// Keys deleted by lazy expiry during the current command; the dispatcher
     /// drains them to publish `expired` events.
     pub expired: Vec<Box<[u8]>>,
+    /// `new` and `keymiss` keyspace events this database recorded (only the
+    /// classes in `event_mask`, which the notify module keeps in step with
+    /// `notify-keyspace-events`); drained with `expired`.
+    pub key_events: Vec<(u32, &'static str, Box<[u8]>)>,
+    pub event_mask: u32,
     /// Watched keys (see [`Watched`]); empty unless some client WATCHes here.
     pub watched: HashMap<Box<[u8]>, Watched>,
     /// Clients blocked on each key, in arrival order.
@@ -82,19 +186,67 @@ impl Db {
     pub fn delete_expired(&mut self, key: &[u8]) {
         self.expires.remove(key);
         if let Some((k, _)) = self.keys.remove_entry(key) {
-            self.touch(&k);
+            self.touch_stale(&k);
             self.expired_count += 1;
             self.expired.push(k);
         }
     }
 
-    /// Looks a key up for reading, counting a keyspace hit or miss.
+    /// Looks a key up for reading, counting a keyspace hit or miss and
+    /// recording the access (LRU/LFU).
     pub fn get(&mut self, key: &[u8]) -> Option<&mut Value> {
         self.expire_if_needed(key);
         match self.keys.get_mut(key) {
-            Some(v) => {
+            Some(e) => {
                 self.hits += 1;
-                Some(v)
+                e.access(&mut self.rng);
+                Some(&mut e.val)
+            }
+            None => {
+                self.misses += 1;
+                if self.event_mask & notify::KEY_MISS != 0 {
+                    self.key_events
+                        .push((notify::KEY_MISS, "keymiss", key.into()));
+                }
+                None
+            }
+        }
+    }
+
+    /// Looks a key up for writing (no hit/miss counting; records the access).
+    pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut Value> {
+        self.expire_if_needed(key);
+        let e = self.keys.get_mut(key)?;
+        e.access(&mut self.rng);
+        Some(&mut e.val)
+    }
+
+    /// Looks a key up without touching stats or expiring it (OBJECT, SCAN filters, DEBUG).
+    pub fn peek(&self, key: &[u8]) -> Option<&Value> {
+        self.keys.get(key).map(|e| &e.val)
+    }
+
+    /// The stored entry with its access metadata, without expiring or touching it.
+    pub fn peek_entry(&self, key: &[u8]) -> Option<&Entry> {
+        self.keys.get(key)
+    }
+
+    /// Looks a key up like a write would (expiring it first) without
+    /// recording an access: OBJECT's `LOOKUP_NOTOUCH`.
+    pub fn lookup_no_touch(&mut self, key: &[u8]) -> Option<&Entry> {
+        self.expire_if_needed(key);
+        self.keys.get(key)
+    }
+
+    /// Looks a key up the way Redis's `LOOKUP_NOTOUCH` reads do (TYPE, EXISTS,
+    /// TTL, OBJECT): expires it if due and counts a hit or miss, but leaves
+    /// the access metadata alone.
+    pub fn get_no_touch(&mut self, key: &[u8]) -> Option<&Entry> {
+        self.expire_if_needed(key);
+        match self.keys.get(key) {
+            Some(e) => {
+                self.hits += 1;
+                Some(e)
             }
             None => {
                 self.misses += 1;
@@ -103,15 +255,42 @@ impl Db {
         }
     }
 
-    /// Looks a key up for writing (no hit/miss counting).
-    pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut Value> {
-        self.expire_if_needed(key);
-        self.keys.get_mut(key)
+    /// Removes a key with its metadata and expiry, for moving it elsewhere
+    /// (RENAME, MOVE). No expiry check: callers looked the key up first.
+    pub fn take(&mut self, key: &[u8]) -> Option<(Entry, Option<i64>)> {
+        let e = self.keys.remove(key)?;
+        let at = if self.expires.is_empty() {
+            None
+        } else {
+            self.expires.remove(key)
+        };
+        Some((e, at))
     }
 
-    /// Looks a key up without touching stats or expiring it (OBJECT, SCAN filters, DEBUG).
-    pub fn peek(&self, key: &[u8]) -> Option<&Value> {
-        self.keys.get(key)
+    /// Adds a key known to be absent with the metadata it had elsewhere
+    /// (RENAME, MOVE keep the object, so idle time and LFU counter carry over).
+    /// Wakes clients waiting on it, like [`Db::add_new`].
+    pub fn put(&mut self, key: &[u8], entry: Entry, expire_at: Option<i64>) {
+        let k: Box<[u8]> = key.into();
+        if !self.waiters.is_empty() && self.waiters.contains_key(key) {
+            self.ready.push(k.clone());
+        }
+        self.keys.insert_new(k, entry);
+        if let Some(at) = expire_at {
+            self.expires.insert(key, at);
+        }
+    }
+
+    /// Records an access without reading the value (TOUCH); true when the key exists.
+    pub fn touch_access(&mut self, key: &[u8]) -> bool {
+        self.expire_if_needed(key);
+        match self.keys.get_mut(key) {
+            Some(e) => {
+                e.access(&mut self.rng);
+                true
+            }
+            None => false,
+        }
     }
 
     pub fn contains(&mut self, key: &[u8]) -> bool {
@@ -131,7 +310,12 @@ impl Db {
     pub fn set_keep_ttl(&mut self, key: &[u8], val: Value) {
         self.expire_if_needed(key);
         match self.keys.get_mut(key) {
-            Some(slot) => *slot = val,
+            // Overwriting keeps the LFU counter and restarts idle time, as
+            // Redis's `dbOverwrite` does with a new object.
+            Some(slot) => {
+                slot.val = val;
+                slot.lru = now_secs();
+            }
             None => self.add_new(key, val),
         }
     }
@@ -139,10 +323,13 @@ impl Db {
     /// Adds a key known to be absent (Redis's `dbAdd`): wakes clients waiting on it.
     pub fn add_new(&mut self, key: &[u8], val: Value) {
         let k: Box<[u8]> = key.into();
+        if self.event_mask & notify::NEW != 0 {
+            self.key_events.push((notify::NEW, "new", k.clone()));
+        }
         if !self.waiters.is_empty() && self.waiters.contains_key(key) {
             self.ready.push(k.clone());
         }
-        self.keys.insert_new(k, val);
+        self.keys.insert_new(k, Entry::new(val));
     }
 
     /// The value at `key`, created by `make` when absent. The bool says whether it was created.
@@ -154,19 +341,21 @@ impl Db {
         self.expire_if_needed(key);
         if !self.keys.contains_key(key) {
             self.add_new(key, make());
-            return (self.keys.get_mut(key).unwrap(), true);
+            return (&mut self.keys.get_mut(key).unwrap().val, true);
         }
-        (self.keys.get_mut(key).unwrap(), false)
+        let e = self.keys.get_mut(key).unwrap();
+        e.access(&mut self.rng);
+        (&mut e.val, false)
     }
 
     /// Deletes a key; returns its value.
     pub fn remove(&mut self, key: &[u8]) -> Option<Value> {
         self.expire_if_needed(key);
-        let v = self.keys.remove(key)?;
+        let e = self.keys.remove(key)?;
         if !self.expires.is_empty() {
             self.expires.remove(key);
         }
-        Some(v)
+        Some(e.val)
     }
 
     /// The key's expiry in unix milliseconds, if it has one.
@@ -199,12 +388,31 @@ impl Db {
         }
     }
 
-    /// Touches every watched key that exists (FLUSHDB, SWAPDB).
+    /// Marks the deletion of an expired key for WATCH (see [`Watched`]).
+    #[inline]
+    pub fn touch_stale(&mut self, key: &[u8]) {
+        if let Some(w) = self.watched.get_mut(key) {
+            w.version += 1;
+            w.stale_deletes += 1;
+        }
+    }
+
+    /// Touches every watched key that exists (FLUSHDB, SWAPDB); removing an
+    /// already expired key counts as a stale deletion.
     pub fn touch_all_existing(&mut self) {
-        let keys = &self.keys;
-        for (k, w) in self.watched.iter_mut() {
+        let now = clock::now_ms();
+        let Db {
+            keys,
+            expires,
+            watched,
+            ..
+        } = self;
+        for (k, w) in watched.iter_mut() {
             if keys.contains_key(k) {
                 w.version += 1;
+                if expires.get(k).is_some_and(|&at| at <= now) {
+                    w.stale_deletes += 1;
+                }
             }
         }
     }
@@ -220,14 +428,43 @@ impl Db {
 
     /// Swaps contents (keys and expiries) with another database (SWAPDB);
     /// watchers and waiters stay with their database number.
+    /// Touches watched keys as Redis's `touchAllWatchedKeysInDb` does (a
+    /// watched key of either database that exists in either one), and marks
+    /// keys that clients wait on and that now exist as ready.
     pub fn swap_data(&mut self, other: &mut Db) {
+        fn touch_watched(
+            watched: &mut HashMap<Box<[u8]>, Watched>,
+            a: &Dict<Entry>,
+            b: &Dict<Entry>,
+        ) {
+            for (k, w) in watched.iter_mut() {
+                if a.contains_key(k) || b.contains_key(k) {
+                    w.version += 1;
+                }
+            }
+        }
+        touch_watched(&mut self.watched, &self.keys, &other.keys);
+        touch_watched(&mut other.watched, &other.keys, &self.keys);
         std::mem::swap(&mut self.keys, &mut other.keys);
         std::mem::swap(&mut self.expires, &mut other.expires);
+        for db in [self, other] {
+            let Db {
+                keys,
+                waiters,
+                ready,
+                ..
+            } = db;
+            for k in waiters.keys() {
+                if keys.contains_key(k) {
+                    ready.push(k.clone());
+                }
+            }
+        }
     }
 
     /// All keys with their values (expired ones included; callers filter).
-    pub fn iter(&self) -> dict::Iter<'_, Value> {
-        self.keys.iter()
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &Value)> + '_ {
+        self.keys.iter().map(|(k, e)| (k, &e.val))
     }
 
     /// True when the key has an expiry that has passed (without deleting it).
@@ -236,8 +473,8 @@ impl Db {
     }
 
     /// One SCAN step over the keys.
-    pub fn scan(&self, cursor: u64, f: impl FnMut(&[u8], &Value)) -> u64 {
-        self.keys.scan(cursor, f)
+    pub fn scan(&self, cursor: u64, mut f: impl FnMut(&[u8], &Value)) -> u64 {
+        self.keys.scan(cursor, |k, e| f(k, &e.val))
     }
 
     /// A random key (RANDOMKEY), skipping expired ones when live keys exist.
@@ -297,5 +534,106 @@ impl Keyspace {
             dbs: (0..databases).map(Db::new).collect(),
             dirty: 0,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::string::Str;
+    use std::collections::HashSet;
+
+    fn s(v: &str) -> Value {
+        Value::Str(Str::from_bytes(v.as_bytes()))
+    }
+
+    /// SCAN's guarantee: every key present for the whole iteration is
+    /// returned, while other keys are added and removed (growing and
+    /// shrinking the table) between steps.
+    #[test]
+    fn scan_returns_every_stable_key_under_mutation() {
+        let mut db = Db::new(0);
+        let stable: Vec<String> = (0..3000).map(|i| format!("keep:{i}")).collect();
+        for k in &stable {
+            db.set(k.as_bytes(), s("v"));
+        }
+        let mut seen = HashSet::new();
+        let mut cursor = 0;
+        let mut next_tmp = 0u64;
+        let mut live_tmp: Vec<String> = Vec::new();
+        let mut rng = 0x1234_5678_u64;
+        for step in 0..1_000_000 {
+            cursor = db.scan(cursor, |k, _| {
+                seen.insert(k.to_vec());
+            });
+            // Phase 1 grows the table a lot, phase 2 shrinks it back.
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            if step % 400 < 200 {
+                for _ in 0..(rng % 60) {
+                    let k = format!("tmp:{next_tmp}");
+                    next_tmp += 1;
+                    db.set(k.as_bytes(), s("t"));
+                    live_tmp.push(k);
+                }
+            } else {
+                for _ in 0..(rng % 80) {
+                    if let Some(k) = live_tmp.pop() {
+                        db.remove(k.as_bytes());
+                    }
+                }
+            }
+            if cursor == 0 {
+                break;
+            }
+        }
+        assert_eq!(cursor, 0, "the scan must finish");
+        for k in &stable {
+            assert!(seen.contains(k.as_bytes()), "{k} missed");
+        }
+    }
+
+    /// Access metadata: reads refresh it, `peek` and NO-TOUCH leave it.
+    #[test]
+    fn lfu_counter_starts_at_init_and_first_hit_increments() {
+        let mut db = Db::new(0);
+        db.set(b"k", s("v"));
+        assert_eq!(db.peek_entry(b"k").unwrap().freq(), LFU_INIT_VAL);
+        db.peek(b"k");
+        assert_eq!(db.peek_entry(b"k").unwrap().freq(), LFU_INIT_VAL);
+        set_no_touch(true);
+        db.get(b"k");
+        set_no_touch(false);
+        assert_eq!(db.peek_entry(b"k").unwrap().freq(), LFU_INIT_VAL);
+        db.get(b"k");
+        // The first increment from LFU_INIT_VAL happens with probability 1.
+        assert_eq!(db.peek_entry(b"k").unwrap().freq(), LFU_INIT_VAL + 1);
+        // Overwriting keeps the counter, as Redis's dbOverwrite does.
+        db.set(b"k", s("w"));
+        assert_eq!(db.peek_entry(b"k").unwrap().freq(), LFU_INIT_VAL + 1);
+        let mut n = LFU_INIT_VAL + 1;
+        for _ in 0..10_000 {
+            db.get(b"k");
+            let f = db.peek_entry(b"k").unwrap().freq();
+            assert!(f >= n && f <= 255);
+            n = f;
+        }
+        assert!(n > LFU_INIT_VAL + 1, "the counter grows logarithmically");
+    }
+
+    /// RENAME-style take/put keeps value, expiry and metadata.
+    #[test]
+    fn take_and_put_keep_expiry() {
+        let mut db = Db::new(0);
+        db.set(b"a", s("1"));
+        db.set_expire(b"a", i64::MAX / 2);
+        let (e, at) = db.take(b"a").unwrap();
+        assert!(db.peek(b"a").is_none());
+        db.put(b"b", e, at);
+        assert_eq!(db.expire_at(b"b"), Some(i64::MAX / 2));
+        assert_eq!(db.expire_at(b"a"), None);
+        assert_eq!(db.len(), 1);
+        assert_eq!(db.expires_len(), 1);
     }
 }

@@ -156,9 +156,10 @@ fn poll(srv: &mut Server, caller: crate::db::ClientId, is_function: bool) {
         let Ok(mut c) = cell.state.try_borrow_mut() else {
             continue;
         };
-        let Some(fd) = c.fd else {
+        let fd = c.fd;
+        if fd < 0 {
             continue;
-        };
+        }
         if c.qbuf > 0 || c.blocked.is_some() || c.close_after_reply || cell.kill.get() {
             continue;
         }

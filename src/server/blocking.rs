@@ -10,6 +10,51 @@ use super::{Ctx, Server};
 use crate::command::dispatch::call;
 use crate::command::table::CmdRef;
 use crate::db::Kind;
+use crate::error::Error;
+
+/// Parses a blocking command's timeout in seconds into milliseconds (0 =
+/// forever), as Redis's `getTimeoutFromObjectOrReply` does with a long
+/// double: the product is rounded up, and a value too large for a 64-bit
+/// count of milliseconds wraps negative in C, hence `timeout is negative`.
+pub fn parse_timeout(arg: &[u8]) -> Result<i64, Error> {
+    let v = parse_long_double(arg)
+        .ok_or_else(|| Error::msg("timeout is not a float or out of range"))?;
+    let ms = (v * 1000.0).ceil();
+    if !(-9.223_372_036_854_775_808e18..9.223_372_036_854_775_808e18).contains(&ms) || ms < 0.0 {
+        return Err(Error::msg("timeout is negative"));
+    }
+    Ok(ms as i64)
+}
+
+/// `strtold` as Redis uses it, approximated with doubles: values beyond a
+/// double's range but within a long double's come back as infinities (huge)
+/// or the smallest normal double (tiny), keeping their sign.
+fn parse_long_double(arg: &[u8]) -> Option<f64> {
+    if let Some(v) = crate::types::number::parse_f64(arg) {
+        return Some(v);
+    }
+    let text = std::str::from_utf8(arg).ok()?.to_ascii_lowercase();
+    if text.is_empty() || text.starts_with(|c: char| c.is_ascii_whitespace()) {
+        return None;
+    }
+    let v: f64 = text.parse().ok()?;
+    if v.is_nan() {
+        return None;
+    }
+    let exp: i64 = text.split_once('e').and_then(|(_, e)| e.parse().ok())?;
+    let neg = text.starts_with('-');
+    if v.is_infinite() && exp <= 4932 {
+        return Some(v);
+    }
+    if v == 0.0 && exp >= -4950 {
+        return Some(if neg {
+            -f64::MIN_POSITIVE
+        } else {
+            f64::MIN_POSITIVE
+        });
+    }
+    None
+}
 
 /// Blocks the running client on `keys` until one holds a value of `kind`, or
 /// until `timeout_ms` (0 = forever) passes. Inside MULTI or a script the
@@ -23,7 +68,7 @@ pub fn block(
     args: &crate::command::Args,
 ) {
     let db = ctx.client.db;
-    let deadline_ms = (timeout_ms > 0).then(|| crate::clock::now_ms() + timeout_ms);
+    let deadline_ms = (timeout_ms > 0).then(|| crate::clock::now_ms().saturating_add(timeout_ms));
     for k in &keys {
         let q = ctx.srv.ks.dbs[db].waiters.entry(k.clone()).or_default();
         if !q.contains(&ctx.client.id) {
@@ -61,8 +106,13 @@ pub fn unregister(srv: &mut Server, client: &mut Client) -> Option<Blocked> {
 
 /// Answers a blocked client as on timeout (null array) and unblocks it.
 pub fn time_out(srv: &mut Server, client: &mut Client) {
-    if unregister(srv, client).is_some() {
-        client.reply.null_array();
+    if let Some(b) = unregister(srv, client) {
+        if b.spec.name == "wait" {
+            // WAIT answers the replicas that acknowledged: none.
+            client.reply.int(0);
+        } else {
+            client.reply.null_array();
+        }
     }
 }
 
@@ -115,6 +165,10 @@ fn serve_key(srv: &mut Server, current: &mut Client, db: usize, key: &[u8]) {
         };
         call(srv, &mut waiter, cmd, &b.argv.args(), false);
         crate::server::notify::flush(srv, &mut waiter);
+        // Waiting again (nothing it could take): the original deadline stands.
+        if let Some(again) = waiter.blocked.as_mut() {
+            again.deadline_ms = b.deadline_ms;
+        }
         let blocked_again = waiter.blocked.is_some();
         if !blocked_again {
             waiter.unblocked = true;

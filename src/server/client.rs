@@ -55,6 +55,8 @@ pub struct WatchedKey {
     pub key: Box<[u8]>,
     pub version: u64,
     pub expired_at_watch: bool,
+    /// `Watched::stale_deletes` at WATCH time.
+    pub stale_deletes: u64,
 }
 
 /// A client waiting in a blocking command (BLPOP, BZPOPMIN, ...).
@@ -118,9 +120,17 @@ pub struct Client {
     pub commands: u64,
     /// Query buffer size the task last reported (CLIENT LIST qbuf).
     pub qbuf: usize,
-    /// The socket, for the busy-script poller (`script::busy`), which reads
-    /// and answers other clients while the data thread is inside Lua.
-    pub fd: Option<std::os::fd::RawFd>,
+    /// The socket's file descriptor (CLIENT LIST fd, and the busy-script
+    /// poller in `script::busy`, which reads and answers other clients while
+    /// the data thread is inside Lua); -1 when there is none.
+    pub fd: i32,
+    /// A command is waiting for CLIENT PAUSE to end (it stays in the query buffer).
+    pub postponed: bool,
+    /// Since when (unix seconds) the output passed the soft
+    /// `client-output-buffer-limit` (see `server::pubsub`).
+    pub obuf_soft_since: Option<i64>,
+    /// Client-side caching mode; None when tracking is off (see `server::tracking`).
+    pub tracking: Option<Box<super::tracking::ClientTracking>>,
     /// Bytes the busy-script poller read but did not consume (an incomplete
     /// command); the connection task takes them before reading the socket.
     pub pending_input: Vec<u8>,
@@ -166,7 +176,10 @@ impl Client {
             net_out: 0,
             commands: 0,
             qbuf: 0,
-            fd: None,
+            fd: -1,
+            postponed: false,
+            obuf_soft_since: None,
+            tracking: None,
             pending_input: Vec::new(),
         }
     }

@@ -33,12 +33,16 @@ where
             let mut s = srv.borrow_mut();
             let mut c = cell.state.borrow_mut();
             c.unblocked = false;
+            c.postponed = false;
             if !c.pending_input.is_empty() {
                 // Input the busy-script poller read off the socket (see script::busy).
                 inbuf.extend_from_slice(&c.pending_input);
                 c.pending_input.clear();
             }
-            process(&mut s, &mut c, &mut inbuf, &mut ranges, &mut need);
+            if !cell.kill.get() {
+                process(&mut s, &mut c, &mut inbuf, &mut ranges, &mut need);
+            }
+            super::tracking::before_sleep(&mut s, &mut c);
             c.qbuf = inbuf.len();
             let idle = if c.blocked.is_none()
                 && c.subscription_count() == 0
@@ -48,11 +52,14 @@ where
             } else {
                 0
             };
+            // A request held back by CLIENT PAUSE waits like a blocked one,
+            // until the pause ends (or CLIENT UNPAUSE wakes the task).
+            let pause_end = s.pause.filter(|_| c.postponed).map(|p| p.until_ms);
             (
                 c.close_after_reply || cell.kill.get(),
-                c.blocked.as_ref().and_then(|b| b.deadline_ms),
+                c.blocked.as_ref().and_then(|b| b.deadline_ms).or(pause_end),
                 idle,
-                c.blocked.is_some(),
+                c.blocked.is_some() || c.postponed,
             )
         };
         if flush(&srv, &cell, &mut stream, &mut outbuf).await.is_err() {
@@ -136,7 +143,28 @@ async fn flush<S: AsyncWrite + Unpin>(
             }
             std::mem::swap(&mut c.reply.buf, outbuf);
         }
-        stream.write_all(outbuf).await?;
+        // Write without holding up a kill (a slow reader over its output
+        // limit): `write` is cancel-safe, so a wake-up loses no progress.
+        let mut written = 0;
+        let mut rearm = false;
+        while written < outbuf.len() {
+            tokio::select! {
+                r = stream.write(&outbuf[written..]) => match r? {
+                    0 => return Err(std::io::ErrorKind::WriteZero.into()),
+                    n => written += n,
+                },
+                _ = cell.wake.notified() => {
+                    if cell.kill.get() {
+                        return Err(std::io::Error::other("client killed"));
+                    }
+                    rearm = true;
+                }
+            }
+        }
+        if rearm {
+            // Hand the wake-up on to the main loop (unblocked, more output).
+            cell.wake.notify_one();
+        }
         let n = outbuf.len() as u64;
         srv.borrow_mut().stats.net_output_bytes += n;
         cell.state.borrow_mut().net_out += n;
@@ -157,7 +185,12 @@ fn process(
     need: &mut usize,
 ) {
     loop {
-        if c.blocked.is_some() || c.close_after_reply || inbuf.len() < *need || inbuf.is_empty() {
+        if c.blocked.is_some()
+            || c.postponed
+            || c.close_after_reply
+            || inbuf.len() < *need
+            || inbuf.is_empty()
+        {
             return;
         }
         let limits = Limits {
@@ -181,16 +214,25 @@ fn process(
             Parsed::Command { consumed, inline } => {
                 *need = 1;
                 if !ranges.is_empty() {
+                    if srv.pause.is_some() {
+                        let postpone = if inline {
+                            let argv = inline_argv(inbuf, ranges);
+                            crate::command::dispatch::must_postpone(srv, c, &argv.args())
+                        } else {
+                            crate::command::dispatch::must_postpone(
+                                srv,
+                                c,
+                                &Args::new(&inbuf[..], ranges),
+                            )
+                        };
+                        if postpone {
+                            c.postponed = true;
+                            return;
+                        }
+                    }
                     c.last_interaction = std::time::Instant::now();
                     if inline {
-                        let argv = Argv::from_slices(
-                            ranges
-                                .iter()
-                                .map(|&(s, e)| decode::inline_word(&inbuf[s..e]))
-                                .collect::<Vec<_>>()
-                                .iter()
-                                .map(|v| &v[..]),
-                        );
+                        let argv = inline_argv(inbuf, ranges);
                         dispatch(srv, c, &argv.args());
                     } else {
                         let args = Args::new(&inbuf[..], ranges);
@@ -201,4 +243,16 @@ fn process(
             }
         }
     }
+}
+
+/// The words of an inline request, unquoted.
+fn inline_argv(inbuf: &[u8], ranges: &[(usize, usize)]) -> Argv {
+    Argv::from_slices(
+        ranges
+            .iter()
+            .map(|&(s, e)| decode::inline_word(&inbuf[s..e]))
+            .collect::<Vec<_>>()
+            .iter()
+            .map(|v| &v[..]),
+    )
 }

@@ -24,6 +24,7 @@ pub async fn run(srv: Rc<RefCell<Server>>) {
         let now = crate::clock::now_ms();
         s.stats.sample_ops(now);
         crate::command::dispatch::after_command(&mut s, &mut internal);
+        super::tracking::before_sleep(&mut s, &mut internal);
         internal.reply.buf.clear();
     }
 }

@@ -125,14 +125,13 @@ fn register_client(
     s.next_client_id += 1;
     let need_auth = s.config.requirepass.is_some();
     let mut client = Client::new(id, addr, laddr, kind, need_auth);
-    client.fd = Some(fd);
+    client.fd = fd;
     if s.clients.len() >= s.config.maxclients {
         s.stats.rejected_connections += 1;
         client.reply.error_line("ERR max number of clients reached");
         client.close_after_reply = true;
     } else if s.config.protected_mode
         && s.config.requirepass.is_none()
-        && s.config.bind.is_empty()
         && kind == ConnKind::Tcp
         && !is_loopback(&client.addr)
     {
@@ -152,13 +151,15 @@ fn is_loopback(addr: &str) -> bool {
     addr.starts_with("127.") || addr.starts_with("[::1]") || addr.starts_with("::1")
 }
 
-const PROTECTED_MODE_ERROR: &str = "DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Set up an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.";
+/// Redis 7.0.15's text, typo included ("Setup a an").
+const PROTECTED_MODE_ERROR: &str = "DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Setup a an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.";
 
 /// Forgets a client that is gone: subscriptions, watches, blocking, monitors.
 pub fn remove_client(srv: &mut Server, c: &mut Client) {
     super::blocking::unregister(srv, c);
     crate::cmd::txn::unwatch_all(srv, c);
     crate::cmd::pubsub::unsubscribe_all(srv, c);
+    super::tracking::disable(srv, c);
     srv.monitors.retain(|&id| id != c.id);
     srv.clients.remove(&c.id);
 }

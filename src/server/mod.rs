@@ -10,6 +10,7 @@ pub mod notify;
 pub mod pubsub;
 pub mod shutdown;
 pub mod stats;
+pub mod tracking;
 
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -50,8 +51,12 @@ pub struct Server {
 /// Per-family state that does not belong to the keyspace. Each family owns its field.
 #[derive(Default)]
 pub struct Extensions {
+    /// SLOWLOG entries (server family).
+    pub slowlog: crate::cmd::server::slowlog::SlowLog,
     /// Lua engine and script cache (owned by `crate::script`).
     pub script: crate::script::Scripting,
+    /// Client-side caching (pub/sub family).
+    pub tracking: tracking::Tracking,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -181,13 +186,17 @@ impl<'a> Ctx<'a> {
     pub fn modified_in(&mut self, db: usize, key: &[u8], class: u32, event: &'static str) {
         self.srv.ks.dbs[db].touch(key);
         self.srv.ks.dirty += 1;
-        notify::raise(self.srv, class, event, db, key);
+        if !self.srv.ext.tracking.idle() {
+            let by = self.client.id;
+            tracking::invalidate_key(self.srv, self.client, by, key);
+        }
+        notify::emit(self.srv, self.client, class, event, db, key);
     }
 
     /// A keyspace event with no WATCH touch or dirty count (e.g. `expire` on
     /// a key whose TTL was set, already counted by `modified`).
     pub fn event(&mut self, class: u32, event: &'static str, key: &[u8]) {
         let db = self.client.db;
-        notify::raise(self.srv, class, event, db, key);
+        notify::emit(self.srv, self.client, class, event, db, key);
     }
 }

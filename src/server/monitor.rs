@@ -37,9 +37,14 @@ pub fn feed(srv: &mut Server, client: &mut Client, args: &Args) {
         ConnKind::Tcp => line.extend_from_slice(client.addr.as_bytes()),
     }
     line.push(b']');
-    for a in args.from(0) {
+    let hidden = crate::cmd::server::slowlog::redacted(args);
+    for (i, a) in args.from(0).enumerate() {
         line.push(b' ');
-        repr(&mut line, a);
+        if hidden.contains(&i) {
+            repr(&mut line, b"(redacted)");
+        } else {
+            repr(&mut line, a);
+        }
     }
     line.extend_from_slice(b"\r\n");
     let ids = srv.monitors.clone();

@@ -91,11 +91,20 @@ pub fn flags_to_string(f: u32) -> String {
     s
 }
 
-/// Queues an event when the configuration asks for its class.
+/// True when the configuration asks for events of `class`.
+#[inline]
+fn wanted(srv: &Server, class: u32) -> bool {
+    let flags = srv.config.notify_flags;
+    flags & class != 0 && flags & (KEYSPACE | KEYEVENT) != 0
+}
+
+/// Queues an event when the configuration asks for its class; it is
+/// published by the next [`emit`] or [`flush`]. Handlers call
+/// `Ctx::modified`, which publishes at once; this is for code that has no
+/// client at hand.
 #[inline]
 pub fn raise(srv: &mut Server, class: u32, event: &'static str, db: usize, key: &[u8]) {
-    let flags = srv.config.notify_flags;
-    if flags & class == 0 || flags & (KEYSPACE | KEYEVENT) == 0 {
+    if !wanted(srv, class) {
         return;
     }
     srv.events.push(Event {
@@ -106,32 +115,113 @@ pub fn raise(srv: &mut Server, class: u32, event: &'static str, db: usize, key: 
     });
 }
 
-/// Publishes the queued events (called by the dispatcher after each command).
+/// Publishes an event now, as Redis's `notifyKeyspaceEvent` does: a client
+/// subscribed to its own events sees the message before its command's
+/// reply (inside the EXEC array for a transaction). Events still pending
+/// (lazy expiry, `new`, `keymiss`) go first, in the order they happened.
+pub fn emit(
+    srv: &mut Server,
+    current: &mut Client,
+    class: u32,
+    event: &'static str,
+    db: usize,
+    key: &[u8],
+) {
+    if !wanted(srv, class) {
+        return;
+    }
+    flush(srv, current);
+    publish_event(srv, current, event, db, key);
+}
+
+/// Which events the databases record themselves (`new`, `keymiss`), kept in
+/// step with `notify-keyspace-events` before each command.
+pub fn sync_db_mask(srv: &mut Server) {
+    let flags = srv.config.notify_flags;
+    let mask = if flags & (KEYSPACE | KEYEVENT) != 0 {
+        flags & (NEW | KEY_MISS)
+    } else {
+        0
+    };
+    if srv.ks.dbs.first().is_some_and(|d| d.event_mask != mask) {
+        for d in srv.ks.dbs.iter_mut() {
+            d.event_mask = mask;
+        }
+    }
+}
+
+/// True when some event waits to be published.
+pub fn pending(srv: &Server) -> bool {
+    !srv.events.is_empty()
+        || srv
+            .ks
+            .dbs
+            .iter()
+            .any(|d| !d.expired.is_empty() || !d.key_events.is_empty())
+}
+
+/// Publishes every pending event: keys the databases expired lazily
+/// (`expired`, which also invalidates client-side caches) and the `new` /
+/// `keymiss` events they recorded, then events queued by [`raise`].
 pub fn flush(srv: &mut Server, current: &mut Client) {
-    // Lazily expired keys become `expired` events first.
     for db in 0..srv.ks.dbs.len() {
-        if srv.ks.dbs[db].expired.is_empty() {
+        let d = &mut srv.ks.dbs[db];
+        if d.expired.is_empty() && d.key_events.is_empty() {
             continue;
         }
-        let keys = std::mem::take(&mut srv.ks.dbs[db].expired);
-        for k in keys {
-            raise(srv, EXPIRED, "expired", db, &k);
+        let expired = std::mem::take(&mut d.expired);
+        let others = std::mem::take(&mut d.key_events);
+        for k in expired {
+            if wanted(srv, EXPIRED) {
+                publish_event(srv, current, "expired", db, &k);
+            }
+            if !srv.ext.tracking.idle() {
+                super::tracking::invalidate_key(srv, current, 0, &k);
+            }
+        }
+        for (class, event, k) in others {
+            if wanted(srv, class) {
+                publish_event(srv, current, event, db, &k);
+            }
         }
     }
     if srv.events.is_empty() {
         return;
     }
     let events = std::mem::take(&mut srv.events);
-    let flags = srv.config.notify_flags;
     for e in events {
-        if flags & KEYSPACE != 0 {
-            let mut ch = format!("__keyspace@{}__:", e.db).into_bytes();
-            ch.extend_from_slice(&e.key);
-            super::pubsub::publish(srv, current, &ch, e.event.as_bytes());
-        }
-        if flags & KEYEVENT != 0 {
-            let ch = format!("__keyevent@{}__:{}", e.db, e.event).into_bytes();
-            super::pubsub::publish(srv, current, &ch, &e.key);
-        }
+        publish_event(srv, current, e.event, e.db, &e.key);
+    }
+}
+
+/// Publishes pending events, placing what the running client receives
+/// itself before the reply it has written since `reply_start` (events from
+/// lookups happen before a command replies).
+pub fn flush_before_reply(srv: &mut Server, current: &mut Client, reply_start: usize) {
+    if !pending(srv) {
+        return;
+    }
+    let own = current.subscription_count() > 0 && current.reply.buf.len() > reply_start;
+    if !own {
+        flush(srv, current);
+        return;
+    }
+    let tail = current.reply.buf.split_off(reply_start);
+    flush(srv, current);
+    current.reply.buf.unsplit(tail);
+}
+
+/// Sends one event on `__keyspace@<db>__:<key>` and `__keyevent@<db>__:<event>`
+/// as the configuration asks.
+fn publish_event(srv: &mut Server, current: &mut Client, event: &str, db: usize, key: &[u8]) {
+    let flags = srv.config.notify_flags;
+    if flags & KEYSPACE != 0 {
+        let mut ch = format!("__keyspace@{db}__:").into_bytes();
+        ch.extend_from_slice(key);
+        super::pubsub::publish(srv, current, &ch, event.as_bytes());
+    }
+    if flags & KEYEVENT != 0 {
+        let ch = format!("__keyevent@{db}__:{event}").into_bytes();
+        super::pubsub::publish(srv, current, &ch, key);
     }
 }

@@ -1,4 +1,10 @@
-//! The pub/sub registry and message delivery to subscribed clients.
+//! The pub/sub registry, message delivery to subscribed clients, and the
+//! `client-output-buffer-limit` check that disconnects slow subscribers.
+//!
+//! Invariants: a client id appears in `channels[ch]` exactly when `ch` is in
+//! that client's `Client::channels` (likewise for patterns and shard
+//! channels); subscriber lists keep subscription order, which is the order
+//! messages are delivered in, as in Redis. Empty lists are removed.
 
 use std::collections::HashMap;
 
@@ -7,58 +13,325 @@ use super::Server;
 use crate::db::ClientId;
 use crate::types::glob;
 
-/// Who listens where. Subscriber lists keep subscription order.
+/// Who listens where.
 #[derive(Default)]
 pub struct PubSub {
     pub channels: HashMap<Vec<u8>, Vec<ClientId>>,
     pub patterns: HashMap<Vec<u8>, Vec<ClientId>>,
     pub shard_channels: HashMap<Vec<u8>, Vec<ClientId>>,
+    /// Output for clients whose state was borrowed when it was produced
+    /// (a client being served while another one runs); delivered by
+    /// [`deliver_stashed`] after the command.
+    pub stash: Vec<(ClientId, Vec<u8>)>,
+}
+
+/// The three kinds of subscription, each with its own registry and replies.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Kind {
+    Channel,
+    Pattern,
+    Shard,
+}
+
+impl Kind {
+    /// The reply word for subscribing / unsubscribing.
+    pub fn words(self) -> (&'static [u8], &'static [u8]) {
+        match self {
+            Kind::Channel => (b"subscribe", b"unsubscribe"),
+            Kind::Pattern => (b"psubscribe", b"punsubscribe"),
+            Kind::Shard => (b"ssubscribe", b"sunsubscribe"),
+        }
+    }
+}
+
+impl PubSub {
+    pub fn registry(&mut self, kind: Kind) -> &mut HashMap<Vec<u8>, Vec<ClientId>> {
+        match kind {
+            Kind::Channel => &mut self.channels,
+            Kind::Pattern => &mut self.patterns,
+            Kind::Shard => &mut self.shard_channels,
+        }
+    }
+}
+
+/// A client's own set of subscriptions of one kind.
+pub fn client_set(c: &mut Client, kind: Kind) -> &mut std::collections::HashSet<Vec<u8>> {
+    match kind {
+        Kind::Channel => &mut c.channels,
+        Kind::Pattern => &mut c.patterns,
+        Kind::Shard => &mut c.shard_channels,
+    }
+}
+
+/// Adds a subscription; false when the client already had it.
+pub fn subscribe(srv: &mut Server, c: &mut Client, kind: Kind, name: &[u8]) -> bool {
+    if !client_set(c, kind).insert(name.to_vec()) {
+        return false;
+    }
+    srv.pubsub
+        .registry(kind)
+        .entry(name.to_vec())
+        .or_default()
+        .push(c.id);
+    true
+}
+
+/// Removes a subscription; false when the client did not have it.
+pub fn unsubscribe(srv: &mut Server, c: &mut Client, kind: Kind, name: &[u8]) -> bool {
+    if !client_set(c, kind).remove(name) {
+        return false;
+    }
+    let map = srv.pubsub.registry(kind);
+    if let Some(ids) = map.get_mut(name) {
+        ids.retain(|&x| x != c.id);
+        if ids.is_empty() {
+            map.remove(name);
+        }
+    }
+    true
+}
+
+/// Encodes a pub/sub message frame in RESP2 form (`*n`); RESP3 clients get
+/// the same bytes with `>` as first byte. Encoding once serves every receiver.
+pub fn frame(parts: &[&[u8]]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(16 + parts.iter().map(|p| p.len() + 16).sum::<usize>());
+    out.push(b'*');
+    out.extend_from_slice(itoa::Buffer::new().format(parts.len()).as_bytes());
+    out.extend_from_slice(b"\r\n");
+    for p in parts {
+        out.push(b'$');
+        out.extend_from_slice(itoa::Buffer::new().format(p.len()).as_bytes());
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(p);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
+/// Appends a frame made by [`frame`] to a reply in the client's protocol.
+#[inline]
+pub fn write_frame(reply: &mut crate::resp::encode::Reply, frame: &[u8]) {
+    if reply.resp3() {
+        reply.raw(b">");
+        reply.raw(&frame[1..]);
+    } else {
+        reply.raw(frame);
+    }
+}
+
+/// Queues `frame` (see [`frame`]) for client `id`, then applies the output
+/// buffer limits. A client already scheduled to close gets nothing more.
+/// Returns false when there is no such client.
+pub fn deliver(srv: &mut Server, current: &mut Client, id: ClientId, frame: &[u8]) -> bool {
+    if id == current.id {
+        if !srv.clients.get(&id).is_some_and(|c| c.kill.get()) {
+            write_frame(&mut current.reply, frame);
+            check_output_limit(srv, current);
+        }
+        return true;
+    }
+    let Some(cell) = srv.clients.get(&id).cloned() else {
+        return false;
+    };
+    if cell.kill.get() {
+        return true;
+    }
+    match cell.state.try_borrow_mut() {
+        Ok(mut c) => {
+            write_frame(&mut c.reply, frame);
+            check_output_limit(srv, &mut c);
+        }
+        Err(_) => {
+            // The client is running (e.g. being served after a blocking
+            // wait): keep its output in order for after the command.
+            srv.pubsub.stash.push((id, frame.to_vec()));
+        }
+    }
+    cell.wake.notify_one();
+    true
+}
+
+/// Delivers output stashed by [`deliver`] to clients that can take it now.
+pub fn deliver_stashed(srv: &mut Server, current: &mut Client) {
+    if srv.pubsub.stash.is_empty() {
+        return;
+    }
+    let stash = std::mem::take(&mut srv.pubsub.stash);
+    for (id, f) in stash {
+        deliver(srv, current, id, &f);
+    }
 }
 
 /// Delivers `msg` on `channel` to channel and pattern subscribers; returns
-/// how many clients received it (PUBLISH's reply).
+/// how many deliveries were made (PUBLISH's reply; a client subscribed twice
+/// counts twice).
 pub fn publish(srv: &mut Server, current: &mut Client, channel: &[u8], msg: &[u8]) -> usize {
     let mut receivers = 0;
-    let mut woken: Vec<ClientId> = Vec::new();
     if let Some(ids) = srv.pubsub.channels.get(channel) {
-        for &id in ids {
-            let delivered = srv.with_client(id, current, |c| {
-                let r = &mut c.reply;
-                r.push(3);
-                r.bulk(b"message");
-                r.bulk(channel);
-                r.bulk(msg);
-            });
-            if delivered.is_some() {
+        let ids = ids.clone();
+        let f = frame(&[b"message", channel, msg]);
+        for id in ids {
+            if deliver(srv, current, id, &f) {
                 receivers += 1;
-                woken.push(id);
             }
         }
     }
-    for (pat, ids) in srv.pubsub.patterns.iter() {
-        if !glob::matches(pat, channel, false) {
-            continue;
-        }
-        for &id in ids {
-            let delivered = srv.with_client(id, current, |c| {
-                let r = &mut c.reply;
-                r.push(4);
-                r.bulk(b"pmessage");
-                r.bulk(pat);
-                r.bulk(channel);
-                r.bulk(msg);
-            });
-            if delivered.is_some() {
-                receivers += 1;
-                woken.push(id);
+    if !srv.pubsub.patterns.is_empty() {
+        let matched: Vec<(Vec<u8>, Vec<ClientId>)> = srv
+            .pubsub
+            .patterns
+            .iter()
+            .filter(|(pat, _)| glob::matches(pat, channel, false))
+            .map(|(p, ids)| (p.clone(), ids.clone()))
+            .collect();
+        for (pat, ids) in matched {
+            let f = frame(&[b"pmessage", &pat, channel, msg]);
+            for id in ids {
+                if deliver(srv, current, id, &f) {
+                    receivers += 1;
+                }
             }
-        }
-    }
-    for id in woken {
-        if id != current.id {
-            srv.wake(id);
         }
     }
     srv.stats.pubsub_messages += 1;
     receivers
+}
+
+/// Delivers `msg` to the subscribers of shard channel `channel` (SPUBLISH).
+pub fn publish_shard(srv: &mut Server, current: &mut Client, channel: &[u8], msg: &[u8]) -> usize {
+    let Some(ids) = srv.pubsub.shard_channels.get(channel) else {
+        return 0;
+    };
+    let ids = ids.clone();
+    let f = frame(&[b"smessage", channel, msg]);
+    let mut receivers = 0;
+    for id in ids {
+        if deliver(srv, current, id, &f) {
+            receivers += 1;
+        }
+    }
+    receivers
+}
+
+/// One class of `client-output-buffer-limit`: bytes (0 = no limit) and seconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OutputLimit {
+    pub hard: u64,
+    pub soft: u64,
+    pub soft_seconds: u64,
+}
+
+/// The limits per client class, as `client-output-buffer-limit` sets them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OutputLimits {
+    pub normal: OutputLimit,
+    pub replica: OutputLimit,
+    pub pubsub: OutputLimit,
+}
+
+impl Default for OutputLimits {
+    fn default() -> Self {
+        OutputLimits {
+            normal: OutputLimit::default(),
+            replica: OutputLimit {
+                hard: 256 << 20,
+                soft: 64 << 20,
+                soft_seconds: 60,
+            },
+            pubsub: OutputLimit {
+                hard: 32 << 20,
+                soft: 8 << 20,
+                soft_seconds: 60,
+            },
+        }
+    }
+}
+
+impl OutputLimits {
+    /// Applies a `client-output-buffer-limit` value (`<class> <hard> <soft>
+    /// <seconds>` repeated) on top of `self`, checking all of it before
+    /// changing anything, with Redis's error texts.
+    pub fn parse_onto(mut self, value: &str) -> Result<OutputLimits, &'static str> {
+        let words: Vec<&str> = value.split_whitespace().collect();
+        if !words.len().is_multiple_of(4) {
+            return Err("Wrong number of arguments in buffer limit configuration.");
+        }
+        for w in words.chunks(4) {
+            let class = w[0].to_ascii_lowercase();
+            let hard = crate::config::parse_memory(w[1]);
+            let soft = crate::config::parse_memory(w[2]);
+            let secs = w[3].parse::<i64>().ok().filter(|s| *s >= 0);
+            let slot = match class.as_str() {
+                "normal" => &mut self.normal,
+                "slave" | "replica" => &mut self.replica,
+                "pubsub" => &mut self.pubsub,
+                _ => return Err("Invalid client class specified in buffer limit configuration."),
+            };
+            let (Some(hard), Some(soft), Some(secs)) = (hard, soft, secs) else {
+                return Err(
+                    "Error in hard, soft or soft_seconds setting in buffer limit configuration.",
+                );
+            };
+            *slot = OutputLimit {
+                hard: hard as u64,
+                soft: soft as u64,
+                soft_seconds: secs as u64,
+            };
+        }
+        Ok(self)
+    }
+
+    /// The canonical form `CONFIG GET` shows.
+    pub fn to_config_string(&self) -> String {
+        let f = |l: &OutputLimit| format!("{} {} {}", l.hard, l.soft, l.soft_seconds);
+        format!(
+            "normal {} slave {} pubsub {}",
+            f(&self.normal),
+            f(&self.replica),
+            f(&self.pubsub)
+        )
+    }
+}
+
+/// Redis's `checkClientOutputBufferLimits` for a client that was just given
+/// output: a pub/sub client (any subscription) over the hard limit, or over
+/// the soft limit for longer than its seconds, is scheduled to close and its
+/// pending output dropped, so a slow reader never grows memory without bound.
+pub fn check_output_limit(srv: &mut Server, c: &mut Client) {
+    let subscribed = c.subscription_count() > 0 || !c.shard_channels.is_empty();
+    let limit = if subscribed {
+        srv.config.obuf_limits.pubsub
+    } else {
+        srv.config.obuf_limits.normal
+    };
+    let used = c.reply.buf.len() as u64;
+    let hard = limit.hard > 0 && used >= limit.hard;
+    let mut soft = limit.soft > 0 && used >= limit.soft;
+    if soft {
+        let now = crate::clock::now_ms() / 1000;
+        match c.obuf_soft_since {
+            None => {
+                c.obuf_soft_since = Some(now);
+                soft = false;
+            }
+            Some(t) => soft = now - t > limit.soft_seconds as i64,
+        }
+    } else {
+        c.obuf_soft_since = None;
+    }
+    if !(hard || soft) {
+        return;
+    }
+    if let Some(cell) = srv.clients.get(&c.id) {
+        if cell.kill.replace(true) {
+            return;
+        }
+        cell.wake.notify_one();
+    }
+    crate::log::warning(&format!(
+        "Client id={} addr={} scheduled to be closed ASAP for overcoming of output buffer limits.",
+        c.id, c.addr
+    ));
+    c.reply.buf.clear();
+    c.close_after_reply = true;
 }

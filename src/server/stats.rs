@@ -40,6 +40,11 @@ impl Stats {
         &mut self.commands[id]
     }
 
+    /// CONFIG RESETSTAT: counters, command stats and error stats start from zero.
+    pub fn reset(&mut self) {
+        *self = Stats::default();
+    }
+
     pub fn error(&mut self, code: String) {
         self.total_error_replies += 1;
         *self.errors.entry(code).or_insert(0) += 1;

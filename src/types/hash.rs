@@ -1,32 +1,234 @@
-//! Hash values. (Owned by the hashes family; a plain dict until its compact encoding lands.)
+//! Hash values: a packed field/value run while small (`listpack`), a dict beyond (`hashtable`).
+//!
+//! Invariants: the packed form holds `len` pairs as 2·len consecutive entries
+//! (field, value), in insertion order, with no field twice, and is only used
+//! while `len <= hash-max-listpack-entries` and every field and value is at
+//! most `hash-max-listpack-value` bytes. Crossing either limit converts to the
+//! dict for good, as Redis never converts back.
 
+use super::pack;
 use crate::db::dict::Dict;
 
-#[derive(Default)]
-pub struct Hash {
-    pub fields: Dict<Vec<u8>>,
+/// The `hash-max-listpack-*` limits a write is checked against.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    pub entries: usize,
+    pub value: usize,
+}
+
+pub enum Hash {
+    Pack { buf: Vec<u8>, len: u32 },
+    Table(Box<Dict<Box<[u8]>>>),
+}
+
+impl Default for Hash {
+    fn default() -> Self {
+        Hash::Pack {
+            buf: Vec::new(),
+            len: 0,
+        }
+    }
 }
 
 impl Clone for Hash {
     fn clone(&self) -> Self {
-        let mut fields = Dict::new();
-        for (k, v) in self.fields.iter() {
-            fields.insert(k, v.clone());
+        match self {
+            Hash::Pack { buf, len } => Hash::Pack {
+                buf: buf.clone(),
+                len: *len,
+            },
+            Hash::Table(d) => {
+                let mut t = Dict::new();
+                for (k, v) in d.iter() {
+                    t.insert(k, v.clone());
+                }
+                Hash::Table(Box::new(t))
+            }
         }
-        Hash { fields }
     }
 }
 
+/// Offset of `field`'s entry in a packed hash, and of its value.
+fn find(buf: &[u8], field: &[u8]) -> Option<(usize, usize)> {
+    let mut off = 0;
+    while off < buf.len() {
+        let (f, voff) = pack::entry_at(buf, off);
+        if f == field {
+            return Some((off, voff));
+        }
+        let (_, next) = pack::entry_at(buf, voff);
+        off = next;
+    }
+    None
+}
+
 impl Hash {
+    pub fn new() -> Hash {
+        Hash::default()
+    }
+
     pub fn encoding(&self) -> &'static str {
-        "hashtable"
+        match self {
+            Hash::Pack { .. } => "listpack",
+            Hash::Table(_) => "hashtable",
+        }
     }
 
     pub fn len(&self) -> usize {
-        self.fields.len()
+        match self {
+            Hash::Pack { len, .. } => *len as usize,
+            Hash::Table(d) => d.len(),
+        }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.fields.is_empty()
+        self.len() == 0
+    }
+
+    pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
+        match self {
+            Hash::Pack { buf, .. } => {
+                let (_, voff) = find(buf, field)?;
+                Some(pack::entry_at(buf, voff).0)
+            }
+            Hash::Table(d) => d.get(field).map(|v| &v[..]),
+        }
+    }
+
+    pub fn contains(&self, field: &[u8]) -> bool {
+        self.get(field).is_some()
+    }
+
+    /// Converts to the dict encoding.
+    fn convert(&mut self) {
+        if let Hash::Pack { buf, .. } = self {
+            let mut d = Dict::new();
+            let mut it = pack::Iter::new(buf);
+            while let (Some(f), Some(v)) = (it.next(), it.next()) {
+                d.insert(f, Box::<[u8]>::from(v));
+            }
+            *self = Hash::Table(Box::new(d));
+        }
+    }
+
+    /// Converts ahead of a write whose strings exceed the packed value limit
+    /// (Redis's `hashTypeTryConversion`).
+    pub fn prepare<'a>(&mut self, strs: impl IntoIterator<Item = &'a [u8]>, lim: Limits) {
+        if matches!(self, Hash::Pack { .. }) && strs.into_iter().any(|s| s.len() > lim.value) {
+            self.convert();
+        }
+    }
+
+    /// Sets a field; true when it is new.
+    pub fn set(&mut self, field: &[u8], value: &[u8], lim: Limits) -> bool {
+        if matches!(self, Hash::Pack { .. }) && (field.len() > lim.value || value.len() > lim.value)
+        {
+            self.convert();
+        }
+        let new = match self {
+            Hash::Pack { buf, len } => match find(buf, field) {
+                Some((_, voff)) => {
+                    pack::replace(buf, voff, value);
+                    false
+                }
+                None => {
+                    pack::push(buf, field);
+                    pack::push(buf, value);
+                    *len += 1;
+                    true
+                }
+            },
+            Hash::Table(d) => d.insert(field, value.into()).is_none(),
+        };
+        if new && self.len() > lim.entries {
+            self.convert();
+        }
+        new
+    }
+
+    /// Removes a field; true when it was there.
+    pub fn remove(&mut self, field: &[u8]) -> bool {
+        match self {
+            Hash::Pack { buf, len } => match find(buf, field) {
+                Some((off, _)) => {
+                    pack::remove(buf, off);
+                    pack::remove(buf, off);
+                    *len -= 1;
+                    true
+                }
+                None => false,
+            },
+            Hash::Table(d) => d.remove(field).is_some(),
+        }
+    }
+
+    /// Every (field, value), in insertion order while packed.
+    pub fn iter(&self) -> Box<dyn Iterator<Item = (&[u8], &[u8])> + '_> {
+        match self {
+            Hash::Pack { buf, .. } => {
+                let mut it = pack::Iter::new(buf);
+                Box::new(std::iter::from_fn(move || Some((it.next()?, it.next()?))))
+            }
+            Hash::Table(d) => Box::new(d.iter().map(|(k, v)| (k, &v[..]))),
+        }
+    }
+
+    /// One HSCAN step: a packed hash is returned whole with cursor 0.
+    pub fn scan(&self, cursor: u64, mut f: impl FnMut(&[u8], &[u8])) -> u64 {
+        match self {
+            Hash::Pack { .. } => {
+                for (k, v) in self.iter() {
+                    f(k, v);
+                }
+                0
+            }
+            Hash::Table(d) => d.scan(cursor, |k, v| f(k, v)),
+        }
+    }
+
+    /// A random pair (uniform over pairs when packed, Redis's dict sampling otherwise).
+    pub fn random(&self, mut rand: impl FnMut() -> u64) -> Option<(&[u8], &[u8])> {
+        match self {
+            Hash::Pack { len, .. } => {
+                if *len == 0 {
+                    return None;
+                }
+                let i = (rand() % *len as u64) as usize;
+                self.iter().nth(i)
+            }
+            Hash::Table(d) => d.random(rand).map(|(k, v)| (k, &v[..])),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIM: Limits = Limits {
+        entries: 4,
+        value: 8,
+    };
+
+    #[test]
+    fn packed_keeps_insertion_order_then_converts() {
+        let mut h = Hash::new();
+        assert!(h.set(b"b", b"1", LIM));
+        assert!(h.set(b"a", b"2", LIM));
+        assert!(!h.set(b"b", b"3", LIM));
+        let v: Vec<(&[u8], &[u8])> = h.iter().collect();
+        assert_eq!(v, vec![(&b"b"[..], &b"3"[..]), (b"a", b"2")]);
+        assert_eq!(h.encoding(), "listpack");
+        assert!(h.remove(b"b"));
+        assert!(!h.remove(b"b"));
+        assert_eq!(h.get(b"a"), Some(&b"2"[..]));
+        for f in [b"c", b"d", b"e", b"f"] {
+            h.set(f, b"x", LIM);
+        }
+        assert_eq!(h.encoding(), "hashtable");
+        assert_eq!(h.len(), 5);
+        let mut g = Hash::new();
+        g.set(b"f", b"123456789", LIM);
+        assert_eq!(g.encoding(), "hashtable");
     }
 }

@@ -44,6 +44,15 @@ impl Str {
         }
     }
 
+    /// A value never integer-encoded (`createStringObject`: INCRBYFLOAT results).
+    pub fn plain(v: Vec<u8>) -> Str {
+        if v.len() <= EMBSTR_MAX {
+            Str::Emb(v)
+        } else {
+            Str::Raw(v)
+        }
+    }
+
     pub fn encoding(&self) -> &'static str {
         match self {
             Str::Int(_) => "int",

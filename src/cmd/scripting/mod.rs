@@ -60,7 +60,11 @@ pub fn numkeys_keys(args: &Args) -> Vec<usize> {
         .pipe(crate::types::number::parse_i64)
         .unwrap_or(0)
         .max(0) as usize;
-    (3..(3 + n).min(args.len())).collect()
+    // As Redis's evalGetKeys: a numkeys larger than the arguments means no keys.
+    if 3 + n > args.len() {
+        return Vec::new();
+    }
+    (3..3 + n).collect()
 }
 
 trait Pipe: Sized {

@@ -1,5 +1,0 @@
-//! The keyspace command family.
-
-use crate::command::CommandSpec;
-
-pub static SPECS: &[CommandSpec] = &[];

@@ -1,5 +1,0 @@
-//! The list command family.
-
-use crate::command::CommandSpec;
-
-pub static SPECS: &[CommandSpec] = &[];

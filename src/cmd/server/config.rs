@@ -1,0 +1,215 @@
+//! CONFIG GET, SET, RESETSTAT, REWRITE, HELP.
+
+use crate::command::flags::*;
+use crate::command::{Args, CommandSpec};
+use crate::config::{find_param, IMMUTABLE, PROTECTED};
+use crate::error::{CmdResult, Error};
+use crate::server::Ctx;
+use crate::types::glob;
+
+use super::ADMIN_SUB;
+
+pub static SUBS: &[CommandSpec] = &[
+    CommandSpec::new("config|get", -3, ADMIN_SUB, (0, 0, 0), get),
+    CommandSpec::new("config|set", -4, ADMIN_SUB, (0, 0, 0), set),
+    CommandSpec::new("config|resetstat", 2, ADMIN_SUB, (0, 0, 0), resetstat),
+    CommandSpec::new("config|rewrite", 2, ADMIN_SUB, (0, 0, 0), rewrite),
+    CommandSpec::new("config|help", 2, LOADING | STALE, (0, 0, 0), help),
+];
+
+const HELP: &[&str] = &[
+    "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "GET <pattern>",
+    "    Return parameters matching the glob-like <pattern> and their values.",
+    "SET <directive> <value>",
+    "    Set the configuration <directive> to <value>.",
+    "RESETSTAT",
+    "    Reset statistics reported by the INFO command.",
+    "REWRITE",
+    "    Rewrite the configuration file.",
+    "HELP",
+    "    Prints this help.",
+];
+
+/// ```text
+/// CONFIG HELP
+/// ```
+/// Array of status lines.
+fn help(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
+    super::help(ctx, HELP)
+}
+
+/// ```text
+/// CONFIG GET pattern [pattern ...]
+/// ```
+/// Map of parameter name → value. A pattern without glob characters names one
+/// parameter (or alias) exactly and is answered under the name as given;
+/// patterns match names and aliases, case-insensitively; each parameter once.
+fn get(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    let mut found: Vec<(String, &'static str)> = Vec::new();
+    while let Some(pat) = args.next() {
+        let pat_s = String::from_utf8_lossy(pat);
+        if !pat.iter().any(|c| matches!(c, b'[' | b'*' | b'?')) {
+            if found.iter().any(|(n, _)| n.eq_ignore_ascii_case(&pat_s)) {
+                continue;
+            }
+            if let Some(p) = find_param(&pat_s) {
+                found.push((pat_s.into_owned(), p.name));
+            }
+            continue;
+        }
+        for (p, _) in ctx.srv.config.all() {
+            for name in std::iter::once(p.name).chain(p.alias) {
+                if found.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)) {
+                    continue;
+                }
+                if glob::matches(pat, name.as_bytes(), true) {
+                    found.push((name.to_string(), p.name));
+                }
+            }
+        }
+    }
+    let cfg = &ctx.srv.config;
+    let values: Vec<String> = found
+        .iter()
+        .map(|(_, canon)| cfg.get(canon).unwrap_or("").to_string())
+        .collect();
+    let out = &mut ctx.client.reply;
+    out.map(found.len());
+    for ((name, _), v) in found.iter().zip(values) {
+        out.bulk(name.as_bytes());
+        out.bulk(v.as_bytes());
+    }
+    Ok(())
+}
+
+/// `ERR CONFIG SET failed (possibly related to argument 'name') - why`
+fn set_failed(name: &str, why: &str) -> Error {
+    Error::Msg(format!("CONFIG SET failed (possibly related to argument '{name}') - {why}").into())
+}
+
+/// ```text
+/// CONFIG SET parameter value [parameter value ...]
+/// ```
+/// `OK`. All pairs are checked first and applied together: when one fails,
+/// every parameter keeps its previous value.
+fn set(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    if !args.remaining().is_multiple_of(2) {
+        return Err(Error::Syntax);
+    }
+    let mut pairs: Vec<(String, &'static crate::config::Param, String)> = Vec::new();
+    while let (Some(n), Some(v)) = (args.next(), args.next()) {
+        let name = String::from_utf8_lossy(n).into_owned();
+        let value = String::from_utf8_lossy(v).into_owned();
+        let Some(p) = find_param(&name) else {
+            return Err(Error::Msg(
+                format!("Unknown option or number of arguments for CONFIG SET - '{name}'").into(),
+            ));
+        };
+        if p.flags & IMMUTABLE != 0 {
+            return Err(set_failed(&name, "can't set immutable config"));
+        }
+        if p.flags & PROTECTED != 0 && !protected_allowed(ctx) {
+            return Err(set_failed(&name, "can't set protected config"));
+        }
+        // Redis detects duplicates by the names as typed (an alias and its
+        // parameter may both appear; the later one wins).
+        if pairs.iter().any(|(n, _, _)| n.eq_ignore_ascii_case(&name)) {
+            return Err(set_failed(&name, "duplicate parameter"));
+        }
+        pairs.push((name, p, value));
+    }
+    let before = ctx.srv.config.clone();
+    for (name, p, value) in &pairs {
+        let result = ctx
+            .srv
+            .config
+            .set(p.name, value)
+            .and_then(|_| runtime_check(ctx, p.name, &before));
+        if let Err(why) = result {
+            ctx.srv.config = before;
+            return Err(set_failed(name, &why));
+        }
+    }
+    after_set(ctx, &before);
+    ctx.out().ok();
+    Ok(())
+}
+
+/// `enable-protected-configs`: `yes` always, `local` from loopback and unix sockets.
+fn protected_allowed(ctx: &Ctx) -> bool {
+    match ctx.srv.config.get("enable-protected-configs") {
+        Some("yes") => true,
+        Some("local") => {
+            ctx.client.conn_kind == crate::server::client::ConnKind::Unix
+                || ctx.client.addr.starts_with("127.")
+                || ctx.client.addr.starts_with("[::1]")
+        }
+        _ => false,
+    }
+}
+
+/// Changes Oxidis cannot make while running fail with the error Redis gives
+/// when it cannot make them either (listening sockets are bound at start-up).
+fn runtime_check(ctx: &Ctx, name: &str, before: &crate::config::Config) -> Result<(), String> {
+    let cfg = &ctx.srv.config;
+    match name {
+        "port" if cfg.port != before.port => Err("Unable to listen on this port".into()),
+        "bind" if cfg.bind != before.bind => Err("Failed to bind to specified addresses.".into()),
+        _ => Ok(()),
+    }
+}
+
+/// Effects of a successful CONFIG SET on running state.
+fn after_set(ctx: &mut Ctx, before: &crate::config::Config) {
+    let cfg = &ctx.srv.config;
+    if cfg.loglevel != before.loglevel {
+        crate::log::set_level(cfg.loglevel);
+    }
+    for p in crate::config::PARAMS.iter().filter(|p| !p.acted()) {
+        if cfg.get(p.name) != before.get(p.name) {
+            crate::log::warning(&format!(
+                "CONFIG SET {}: Oxidis accepts this parameter but does not act on it yet",
+                p.name
+            ));
+        }
+    }
+    let max = cfg.slowlog_max_len;
+    ctx.srv.ext.slowlog.trim(max);
+}
+
+/// ```text
+/// CONFIG RESETSTAT
+/// ```
+/// `OK`: INFO's counters, command and error stats start again from zero.
+fn resetstat(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
+    ctx.srv.stats.reset();
+    for db in ctx.srv.ks.dbs.iter_mut() {
+        db.hits = 0;
+        db.misses = 0;
+        db.expired_count = 0;
+    }
+    ctx.out().ok();
+    Ok(())
+}
+
+/// ```text
+/// CONFIG REWRITE
+/// ```
+/// `OK` once the config file holds the running configuration.
+fn rewrite(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
+    let Some(path) = ctx.srv.config.config_file.clone() else {
+        return Err(Error::msg("The server is running without a config file"));
+    };
+    match crate::config::rewrite::rewrite(&ctx.srv.config, &path) {
+        Ok(()) => {
+            crate::log::notice("CONFIG REWRITE executed with success.");
+            ctx.out().ok();
+            Ok(())
+        }
+        Err(e) => {
+            crate::log::warning(&format!("CONFIG REWRITE failed: {e}"));
+            Err(Error::Msg(format!("Rewriting config file: {e}").into()))
+        }
+    }
+}

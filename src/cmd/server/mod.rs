@@ -1,0 +1,139 @@
+//! Server commands: CONFIG, CLIENT, COMMAND, INFO, SLOWLOG, MEMORY, DEBUG,
+//! TIME, LASTSAVE, MONITOR, SHUTDOWN.
+
+mod client;
+mod command;
+mod config;
+mod debug;
+pub mod info;
+pub mod slowlog;
+
+use crate::command::flags::*;
+use crate::command::{Args, CommandSpec};
+use crate::error::{CmdResult, Error};
+use crate::server::{Ctx, ShutdownRequest};
+
+/// Flags most server subcommands share.
+const ADMIN_SUB: u32 = ADMIN | NOSCRIPT | LOADING | STALE;
+
+pub static SPECS: &[CommandSpec] = &[
+    CommandSpec::container("config", -2, config::SUBS),
+    CommandSpec::container("client", -2, client::SUBS),
+    CommandSpec::new("command", -1, LOADING | STALE, (0, 0, 0), command::command)
+        .with_subcommands(command::SUBS),
+    CommandSpec::new("info", -1, LOADING | STALE, (0, 0, 0), info::info),
+    CommandSpec::new("time", 1, LOADING | STALE | FAST, (0, 0, 0), time),
+    CommandSpec::new("lastsave", 1, LOADING | STALE | FAST, (0, 0, 0), lastsave),
+    CommandSpec::new("monitor", 1, ADMIN_SUB, (0, 0, 0), monitor),
+    CommandSpec::container("slowlog", -2, slowlog::SUBS),
+    CommandSpec::container("memory", -2, debug::MEMORY_SUBS),
+    CommandSpec::new("debug", -2, ADMIN_SUB, (0, 0, 0), debug::debug),
+    CommandSpec::new(
+        "shutdown",
+        -1,
+        ADMIN_SUB | NO_MULTI | ALLOW_BUSY,
+        (0, 0, 0),
+        shutdown,
+    ),
+];
+
+/// Writes a HELP reply as Redis's `addReplyHelp` does: one status line each.
+pub(crate) fn help(ctx: &mut Ctx, lines: &[&str]) -> CmdResult {
+    let out = ctx.out();
+    out.array(lines.len());
+    for l in lines {
+        out.simple(l);
+    }
+    Ok(())
+}
+
+/// `ERR unknown subcommand or wrong number of arguments for 'SUB'. Try CMD HELP.`
+/// (Redis's answer when a subcommand gets arguments it does not take; SUB as typed.)
+pub(crate) fn wrong_sub_args(args: &Args, cmd: &str) -> Error {
+    Error::Msg(
+        format!(
+            "unknown subcommand or wrong number of arguments for '{}'. Try {cmd} HELP.",
+            String::from_utf8_lossy(args.at(1))
+        )
+        .into(),
+    )
+}
+
+/// ```text
+/// TIME
+/// ```
+/// Array: unix seconds and microseconds, as bulk strings.
+fn time(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
+    let us = crate::clock::real_now_us();
+    let out = ctx.out();
+    out.array(2);
+    out.bulk_int(us / 1_000_000);
+    out.bulk_int(us % 1_000_000);
+    Ok(())
+}
+
+/// ```text
+/// LASTSAVE
+/// ```
+/// Integer: unix time of the last successful save (start-up time when none).
+fn lastsave(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
+    let t = ctx.srv.last_save_unix;
+    ctx.out().int(t);
+    Ok(())
+}
+
+/// ```text
+/// MONITOR
+/// ```
+/// `OK`, then every command the server runs, as status lines.
+fn monitor(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
+    if ctx.in_exec {
+        return Err(Error::msg("MONITOR isn't allowed for DENY BLOCKING client"));
+    }
+    if !ctx.client.monitor {
+        ctx.client.monitor = true;
+        let id = ctx.client.id;
+        ctx.srv.monitors.push(id);
+    }
+    ctx.out().ok();
+    Ok(())
+}
+
+/// ```text
+/// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]
+/// ```
+/// No reply on success (the server exits); an error otherwise.
+fn shutdown(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    let mut save = None;
+    let mut abort = false;
+    let mut others = false;
+    while let Some(a) = args.next() {
+        if a.eq_ignore_ascii_case(b"nosave") {
+            save = Some(false);
+        } else if a.eq_ignore_ascii_case(b"save") {
+            save = Some(true);
+        } else if a.eq_ignore_ascii_case(b"now") || a.eq_ignore_ascii_case(b"force") {
+            others = true;
+        } else if a.eq_ignore_ascii_case(b"abort") {
+            abort = true;
+        } else {
+            return Err(Error::Syntax);
+        }
+    }
+    if abort && (save.is_some() || others) {
+        return Err(Error::Syntax);
+    }
+    if abort {
+        return Err(Error::msg("No shutdown in progress."));
+    }
+    if save == Some(true) {
+        // Oxidis has no RDB persistence: a save that cannot happen fails the
+        // way a failed save makes Redis refuse to shut down.
+        crate::log::warning("Error trying to save the DB: Oxidis has no RDB persistence");
+        return Err(Error::msg("Errors trying to SHUTDOWN. Check logs."));
+    }
+    ctx.srv.shutdown = Some(ShutdownRequest { save });
+    ctx.srv.shutdown_signal.notify_one();
+    ctx.client.close_after_reply = true;
+    Ok(())
+}

@@ -1,0 +1,259 @@
+//! Sorted-set reads: ZCARD, ZSCORE, ZMSCORE, ZRANK, ZREVRANK, ZCOUNT, ZLEXCOUNT, ZRANDMEMBER, ZSCAN.
+
+use super::*;
+use crate::error::CmdResult;
+use crate::types::number;
+
+/// ```text
+/// ZCARD key
+/// ```
+/// Integer: the number of members (0 for a missing key).
+pub fn zcard(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    let (db, out) = ctx.db_out();
+    let n = read_zset(db, args.at(1))?.map_or(0, |z| z.len());
+    out.int(n as i64);
+    Ok(())
+}
+
+/// ```text
+/// ZSCORE key member
+/// ```
+/// Double, or null.
+pub fn zscore(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    let (db, out) = ctx.db_out();
+    match read_zset(db, args.at(1))?.and_then(|z| z.score(args.at(2))) {
+        Some(s) => out.double(s),
+        None => out.null(),
+    }
+    Ok(())
+}
+
+/// ```text
+/// ZMSCORE key member [member ...]
+/// ```
+/// Array of doubles or nulls.
+pub fn zmscore(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    let (db, out) = ctx.db_out();
+    let z = read_zset(db, args.at(1))?;
+    out.array(args.len() - 2);
+    for m in args.from(2) {
+        match z.as_ref().and_then(|z| z.score(m)) {
+            Some(s) => out.double(s),
+            None => out.null(),
+        }
+    }
+    Ok(())
+}
+
+fn rank(ctx: &mut Ctx, args: &Args, rev: bool) -> CmdResult {
+    let (db, out) = ctx.db_out();
+    let Some(z) = read_zset(db, args.at(1))? else {
+        out.null();
+        return Ok(());
+    };
+    match z.rank(args.at(2)) {
+        Some(r) if rev => out.int((z.len() - 1 - r) as i64),
+        Some(r) => out.int(r as i64),
+        None => out.null(),
+    }
+    Ok(())
+}
+
+/// ```text
+/// ZRANK key member
+/// ```
+/// Integer (0-based rank by ascending score), or null.
+pub fn zrank(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    rank(ctx, args, false)
+}
+
+/// ```text
+/// ZREVRANK key member
+/// ```
+/// Integer (0-based rank by descending score), or null.
+pub fn zrevrank(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    rank(ctx, args, true)
+}
+
+/// ```text
+/// ZCOUNT key min max
+/// ```
+/// Integer: members with a score in [min, max] (`(` for exclusive bounds).
+pub fn zcount(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    let r = parse_score_range(args.at(2), args.at(3))?;
+    let (db, out) = ctx.db_out();
+    let n = read_zset(db, args.at(1))?.map_or(0, |z| {
+        let (a, b) = z.score_ranks(&r);
+        b - a
+    });
+    out.int(n as i64);
+    Ok(())
+}
+
+/// ```text
+/// ZLEXCOUNT key min max
+/// ```
+/// Integer: members between the lex bounds (`-`, `+`, `[x`, `(x`).
+pub fn zlexcount(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    let r = parse_lex_range(args.at(2), args.at(3))?;
+    let (db, out) = ctx.db_out();
+    let n = read_zset(db, args.at(1))?.map_or(0, |z| {
+        let (a, b) = z.lex_ranks(&r);
+        b - a
+    });
+    out.int(n as i64);
+    Ok(())
+}
+
+/// ```text
+/// ZRANDMEMBER key [count [WITHSCORES]]
+/// ```
+/// Without count: a bulk member or null. With count: an array (distinct
+/// members for a positive count, repeats allowed for a negative one).
+pub fn zrandmember(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    let key = args.at(1);
+    if args.len() == 2 {
+        let r = ctx.srv.rng.next_u64();
+        let (db, out) = ctx.db_out();
+        match read_zset(db, key)? {
+            Some(z) => out.bulk(z.at((r % z.len() as u64) as usize).0),
+            None => out.null(),
+        }
+        return Ok(());
+    }
+    let l = match number::parse_i64(args.at(2)) {
+        None => return Err(Error::NotInteger),
+        Some(i64::MIN) => {
+            return Err(Error::msg(
+                "value is out of range, value must between -9223372036854775807 and 9223372036854775807",
+            ))
+        }
+        Some(l) => l,
+    };
+    let withscores = match args.len() {
+        3 => false,
+        4 if args.at(3).eq_ignore_ascii_case(b"withscores") => {
+            if !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&l) {
+                return Err(Error::msg("value is out of range"));
+            }
+            true
+        }
+        _ => return Err(Error::Syntax),
+    };
+    let Some(z) = read_zset(ctx.db(), key)? else {
+        ctx.out().empty_array();
+        return Ok(());
+    };
+    let size = z.len();
+    let count = l.unsigned_abs() as usize;
+    if count == 0 {
+        ctx.out().empty_array();
+        return Ok(());
+    }
+    let ranks: Vec<usize> = if l < 0 || count == 1 {
+        (0..count)
+            .map(|_| (ctx.srv.rng.next_u64() % size as u64) as usize)
+            .collect()
+    } else if count >= size {
+        // Redis 7.0 returns the whole set, highest rank first.
+        (0..size).rev().collect()
+    } else {
+        // Partial Fisher-Yates over the ranks: `count` distinct members.
+        let mut all: Vec<usize> = (0..size).collect();
+        for i in 0..count {
+            let j = i + (ctx.srv.rng.next_u64() % (size - i) as u64) as usize;
+            all.swap(i, j);
+        }
+        all.truncate(count);
+        all
+    };
+    let srv = &mut *ctx.srv;
+    let db = &mut srv.ks.dbs[ctx.client.db];
+    let Some(Value::ZSet(z)) = db.peek(key) else {
+        unreachable!()
+    };
+    let n = ranks.len();
+    reply_members(
+        &mut ctx.client.reply,
+        n,
+        withscores,
+        ranks.into_iter().map(|r| z.at(r)),
+    );
+    Ok(())
+}
+
+/// ```text
+/// ZSCAN key cursor [MATCH pattern] [COUNT count]
+/// ```
+/// [next cursor, [member, score, ...]]. A listpack-encoded set is returned
+/// whole with cursor 0, as Redis does; a big set is walked in score order
+/// with the cursor holding the next rank.
+pub fn zscan(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    let key = args.at(1);
+    let cursor = parse_cursor(args.at(2)).ok_or_else(|| Error::msg("invalid cursor"))?;
+    let (db, out) = ctx.db_out();
+    let Some(z) = read_zset(db, key)? else {
+        out.array(2);
+        out.bulk(b"0");
+        out.empty_array();
+        return Ok(());
+    };
+    args.set_pos(3);
+    let mut count = 10usize;
+    let mut pattern: Option<&[u8]> = None;
+    while args.has_more() {
+        if args.remaining() >= 2 && args.eat_ci("COUNT") {
+            let c = args.next_i64()?;
+            if c < 1 {
+                return Err(Error::Syntax);
+            }
+            count = c as usize;
+        } else if args.remaining() >= 2 && args.eat_ci("MATCH") {
+            pattern = args.next();
+        } else {
+            return Err(Error::Syntax);
+        }
+    }
+    let (start, end) = if z.is_listpack() {
+        (0, z.len())
+    } else {
+        let s = (cursor as usize).min(z.len());
+        (s, s.saturating_add(count).min(z.len()))
+    };
+    let next = if end >= z.len() { 0 } else { end as u64 };
+    let keep = |m: &[u8]| match pattern {
+        None => true,
+        Some(p) => p == b"*" || crate::types::glob::matches(p, m, false),
+    };
+    let items: Vec<(&[u8], f64)> = z
+        .iter_from(start)
+        .take(end - start)
+        .filter(|(m, _)| keep(m))
+        .collect();
+    out.array(2);
+    out.bulk(itoa::Buffer::new().format(next).as_bytes());
+    out.array(items.len() * 2);
+    for (m, s) in items {
+        out.bulk(m);
+        out.bulk(crate::types::number::fmt_double(s).as_bytes());
+    }
+    Ok(())
+}
+
+/// A SCAN cursor as C's `strtoul` reads it (Redis's `parseScanCursorOrReply`):
+/// an optional sign (a negative value wraps), digits, nothing after; empty is 0.
+fn parse_cursor(s: &[u8]) -> Option<u64> {
+    if s.is_empty() {
+        return Some(0);
+    }
+    let (neg, digits) = match s[0] {
+        b'-' => (true, &s[1..]),
+        b'+' => (false, &s[1..]),
+        _ => (false, s),
+    };
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let v: u64 = std::str::from_utf8(digits).ok()?.parse().ok()?;
+    Some(if neg { v.wrapping_neg() } else { v })
+}
