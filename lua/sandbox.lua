@@ -41,7 +41,7 @@ end
 local libs = {'string', 'table', 'math', 'coroutine', 'cjson', 'bit', 'struct', 'cmsgpack', 'redis'}
 local builtins = {
   'assert', 'collectgarbage', 'error', 'gcinfo', 'getmetatable', 'ipairs',
-  'load', 'pcall', 'rawequal', 'select', 'tonumber', 'tostring', 'type',
+  'load', 'rawequal', 'select', 'tonumber', 'tostring', 'type',
   'unpack', 'xpcall', '_VERSION',
 }
 
@@ -58,6 +58,7 @@ G.next = h.next
 G.pairs = h.pairs
 G.setmetatable = h.setmetatable
 G.loadstring = h.loadstring
+G.pcall = h.pcall
 G.__redis__err__handler = errh
 
 -- Strings index the protected string library, as `("x"):upper()` needs.

@@ -32,7 +32,8 @@ pub use config::Config;
 
 /// The version Oxidis reports as `redis_version`: the Redis it matches.
 pub const REDIS_VERSION: &str = "7.0.15";
-pub const REDIS_VERSION_NUM: i64 = 0x00070015;
+/// `(major << 16) | (minor << 8) | patch`, as Redis's `REDIS_VERSION_NUM`.
+pub const REDIS_VERSION_NUM: i64 = 0x0007_000f;
 
 /// A server running on its own thread.
 pub struct Handle {

@@ -188,6 +188,8 @@ impl Functions {
         let func_ref = vm
             .compile(meta.body, "@user_function")
             .map_err(|e| format!("Error compiling function: {e}"))?;
+        // SAFETY: `func_ref` was just created in this VM.
+        unsafe { set_chunk_env(l, func_ref) };
         let mut ctx = LoadCtx {
             funcs: Vec::new(),
             start: Instant::now(),
@@ -235,16 +237,16 @@ impl Functions {
     }
 }
 
-/// Runs a library's top-level code with the load-time `redis` API.
+/// Runs a library's top-level code with the load-time globals.
 unsafe fn run_load(l: State, func_ref: i32) -> Result<(), String> {
     let base = ffi::lua_gettop(l);
-    swap_redis(l, "__oxidis_redis_load");
+    set_env(l, ENV_LOAD);
     super::busy::install_hook(l);
     vm::push_error_handler(l);
     ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, func_ref as _);
     let rc = ffi::lua_pcall(l, 0, 0, base + 1);
     super::busy::remove_hook(l);
-    swap_redis(l, "__oxidis_redis_run");
+    set_env(l, ENV_RUN);
     let res = if rc == 0 {
         Ok(())
     } else {
@@ -263,21 +265,34 @@ unsafe fn run_load(l: State, func_ref: i32) -> Result<(), String> {
     res
 }
 
-/// Binds the global `redis` to the table kept in the registry under `key`.
-unsafe fn swap_redis(l: State, key: &str) {
-    vm::push_globals(l);
-    lua::get_field(l, ffi::LUA_REGISTRYINDEX, key);
-    lua::set_field(l, -2, "redis");
+/// Registry keys: the libraries' environment metatable and the two tables
+/// its `__index` switches between.
+const ENV_MT: &str = "__oxidis_fenv_mt";
+const ENV_LOAD: &str = "__oxidis_env_load";
+const ENV_RUN: &str = "__oxidis_env_run";
+const ENV: &str = "__oxidis_fenv";
+
+/// Points the libraries' globals at the load-time or run-time table, as
+/// Redis switches its globals' `__index` around FUNCTION LOAD.
+unsafe fn set_env(l: State, which: &str) {
+    lua::get_field(l, ffi::LUA_REGISTRYINDEX, ENV_MT);
+    lua::get_field(l, ffi::LUA_REGISTRYINDEX, which);
+    lua::set_field(l, -2, "__index");
     ffi::lua_pop(l, 1);
 }
 
-/// Builds the load-time `redis` table (register_function, log, versions)
-/// and keeps both it and the run-time one in the registry.
-unsafe fn install_load_api(l: State) {
-    vm::push_globals(l);
-    lua::get_field(l, -1, "redis");
-    lua::set_field(l, ffi::LUA_REGISTRYINDEX, "__oxidis_redis_run");
+/// Makes the library environment the chunk's (and so its closures') globals.
+unsafe fn set_chunk_env(l: State, func_ref: i32) {
+    ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, func_ref as _);
+    lua::get_field(l, ffi::LUA_REGISTRYINDEX, ENV);
+    ffi::lua_setfenv(l, -2);
     ffi::lua_pop(l, 1);
+}
+
+/// Builds the load-time globals (only a `redis` table with
+/// register_function, log and the versions; anything else is an undefined
+/// global) and the switchable environment libraries run in.
+unsafe fn install_load_api(l: State) {
     ffi::lua_createtable(l, 0, 8);
     lua::set_funcs(l, &[("register_function", register_function)]);
     // Share log and the constants with the run-time table.
@@ -297,7 +312,32 @@ unsafe fn install_load_api(l: State) {
     }
     ffi::lua_pop(l, 2);
     vm::make_readonly(l, true);
-    lua::set_field(l, ffi::LUA_REGISTRYINDEX, "__oxidis_redis_load");
+    ffi::lua_createtable(l, 0, 1);
+    ffi::lua_insert(l, -2);
+    lua::set_field(l, -2, "redis");
+    vm::make_readonly(l, true);
+    lua::set_field(l, ffi::LUA_REGISTRYINDEX, ENV_LOAD);
+    ffi::lua_pushvalue(l, ffi::LUA_GLOBALSINDEX);
+    lua::set_field(l, ffi::LUA_REGISTRYINDEX, ENV_RUN);
+    // The environment: an empty read-only table whose reads go to ENV_RUN or ENV_LOAD.
+    ffi::lua_createtable(l, 0, 0);
+    ffi::lua_pushvalue(l, ffi::LUA_GLOBALSINDEX);
+    ffi::lua_getmetatable(l, -1);
+    ffi::lua_remove(l, -2);
+    // Copy the globals' metatable (its __newindex guard) for the environment.
+    ffi::lua_createtable(l, 0, 3);
+    ffi::lua_pushnil(l);
+    while ffi::lua_next(l, -3) != 0 {
+        ffi::lua_pushvalue(l, -2);
+        ffi::lua_insert(l, -2);
+        ffi::lua_rawset(l, -4);
+    }
+    ffi::lua_remove(l, -2);
+    ffi::lua_pushvalue(l, -1);
+    lua::set_field(l, ffi::LUA_REGISTRYINDEX, ENV_MT);
+    ffi::lua_setmetatable(l, -2);
+    lua::set_field(l, ffi::LUA_REGISTRYINDEX, ENV);
+    set_env(l, ENV_RUN);
 }
 
 fn flag_bit(name: &[u8]) -> Option<u32> {
@@ -472,7 +512,8 @@ unsafe extern "C-unwind" fn register_function(l: State) -> c_int {
             let ctx = &mut *p;
             if !valid_name(f.name.as_bytes()) {
                 ffi::luaL_unref(l, ffi::LUA_REGISTRYINDEX, f.func_ref);
-                "Function names can only contain letters, numbers, or underscores(_) and must be at least one character long"
+                // Redis 7.0 words this error as for library names.
+                "Library names can only contain letters, numbers, or underscores(_) and must be at least one character long"
             } else if ctx
                 .funcs
                 .iter()

@@ -111,6 +111,7 @@ impl Vm {
                     ("pairs", safe_pairs),
                     ("setmetatable", safe_setmetatable),
                     ("loadstring", safe_loadstring),
+                    ("pcall", redis_pcall),
                 ],
             );
             get_registry(l, REG_RO);
@@ -406,6 +407,29 @@ unsafe extern "C-unwind" fn safe_setmetatable(l: State) -> c_int {
     ffi::lua_settop(l, 2);
     ffi::lua_setmetatable(l, 1);
     1
+}
+
+/// Redis 7's `pcall`: as Lua's, except that an error table (what
+/// `redis.call` raises) comes back as its `err` string.
+unsafe extern "C-unwind" fn redis_pcall(l: State) -> c_int {
+    let argc = ffi::lua_gettop(l);
+    ffi::luaL_checkany(l, 1);
+    ffi::lua_pushboolean(l, 1);
+    ffi::lua_insert(l, 1);
+    if ffi::lua_pcall(l, argc - 1, ffi::LUA_MULTRET, 0) != 0 {
+        ffi::lua_remove(l, 1);
+        if ffi::lua_type(l, -1) == ffi::LUA_TTABLE {
+            ffi::lua_getfield(l, -1, c"err".as_ptr());
+            if ffi::lua_isstring(l, -1) != 0 {
+                ffi::lua_replace(l, -2);
+            } else {
+                ffi::lua_pop(l, 1);
+            }
+        }
+        ffi::lua_pushboolean(l, 0);
+        ffi::lua_insert(l, 1);
+    }
+    ffi::lua_gettop(l)
 }
 
 /// `loadstring(s [, chunkname])`, never loading bytecode.
