@@ -150,13 +150,29 @@ fn lettuce_hello_with_setname() {
     let next = id_of(&mut probe) + 1;
     let mut r = Raw::connect(&h);
     // Lettuce 6: HELLO 3 AUTH user pass SETNAME name, then its commands.
-    r.cmd(&[b"HELLO", b"3", b"AUTH", b"default", b"pw", b"SETNAME", b"lettuce#1"]);
+    r.cmd(&[
+        b"HELLO",
+        b"3",
+        b"AUTH",
+        b"default",
+        b"pw",
+        b"SETNAME",
+        b"lettuce#1",
+    ]);
     assert_eq!(r.read_raw(), hello3(next));
     r.cmd(&[b"CLIENT", b"GETNAME"]);
     assert_eq!(r.read_raw(), b"$9\r\nlettuce#1\r\n");
     // A bad name fails the whole HELLO, as in Redis.
     let mut s = Raw::connect(&h);
-    s.cmd(&[b"HELLO", b"3", b"AUTH", b"default", b"pw", b"SETNAME", b"bad name"]);
+    s.cmd(&[
+        b"HELLO",
+        b"3",
+        b"AUTH",
+        b"default",
+        b"pw",
+        b"SETNAME",
+        b"bad name",
+    ]);
     assert_eq!(
         s.read_raw(),
         b"-ERR Client names cannot contain spaces, newlines or special characters.\r\n".to_vec()

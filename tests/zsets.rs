@@ -302,7 +302,15 @@ fn prefix_autocomplete_over_thousands_of_names() {
         let r0: usize = q(&mut con, &["ZRANK", "names", &start]);
         let r1: usize = q(&mut con, &["ZRANK", "names", &end]);
         let got: Vec<String> = if r1 > r0 + 1 {
-            q(&mut con, &["ZRANGE", "names", &(r0 + 1).to_string(), &(r1 - 1).to_string()])
+            q(
+                &mut con,
+                &[
+                    "ZRANGE",
+                    "names",
+                    &(r0 + 1).to_string(),
+                    &(r1 - 1).to_string(),
+                ],
+            )
         } else {
             Vec::new()
         };
@@ -311,7 +319,10 @@ fn prefix_autocomplete_over_thousands_of_names() {
         // The same through ZRANGEBYLEX, limited to 10 suggestions.
         let lo = format!("[{prefix}");
         let hi = format!("({prefix}{{");
-        let top: Vec<String> = q(&mut con, &["ZRANGEBYLEX", "names", &lo, &hi, "LIMIT", "0", "10"]);
+        let top: Vec<String> = q(
+            &mut con,
+            &["ZRANGEBYLEX", "names", &lo, &hi, "LIMIT", "0", "10"],
+        );
         assert_eq!(
             top.iter().collect::<Vec<_>>(),
             expect.iter().take(10).copied().collect::<Vec<_>>()
@@ -409,7 +420,10 @@ fn big_sorted_set_matches_a_model() {
     let enc: String = q(&mut con, &["OBJECT", "ENCODING", "big"]);
     assert_eq!(enc, "skiplist");
     let all: Vec<String> = q(&mut con, &["ZRANGE", "big", "0", "-1"]);
-    assert_eq!(all, model.iter().map(|(_, m)| m.clone()).collect::<Vec<_>>());
+    assert_eq!(
+        all,
+        model.iter().map(|(_, m)| m.clone()).collect::<Vec<_>>()
+    );
     for (i, (_, m)) in model.iter().enumerate().step_by(37) {
         let r: usize = q(&mut con, &["ZRANK", "big", m]);
         assert_eq!(r, i);
@@ -417,7 +431,10 @@ fn big_sorted_set_matches_a_model() {
         assert_eq!(rr, model.len() - 1 - i);
     }
     let n: usize = q(&mut con, &["ZCOUNT", "big", "10", "(20"]);
-    assert_eq!(n, model.iter().filter(|(s, _)| (10..20).contains(s)).count());
+    assert_eq!(
+        n,
+        model.iter().filter(|(s, _)| (10..20).contains(s)).count()
+    );
     // ZSCAN walks every member exactly once.
     let mut seen = std::collections::HashSet::new();
     let mut cursor = "0".to_string();

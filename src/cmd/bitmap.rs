@@ -42,7 +42,11 @@ fn bit_offset(ctx: &Ctx, a: &[u8], hash_bits: Option<u64>) -> Result<u64, Error>
 /// The string at `key`, grown with zero bytes to hold bit `maxbit`, created
 /// when missing (Redis's `lookupStringForBitCommand`). The bool says whether
 /// the value was created or grown.
-fn bits_for_write<'a>(ctx: &'a mut Ctx, key: &[u8], maxbit: u64) -> Result<(&'a mut Vec<u8>, bool), Error> {
+fn bits_for_write<'a>(
+    ctx: &'a mut Ctx,
+    key: &[u8],
+    maxbit: u64,
+) -> Result<(&'a mut Vec<u8>, bool), Error> {
     let need = (maxbit >> 3) as usize + 1;
     let db = ctx.db();
     match db.get_mut(key) {
@@ -90,7 +94,10 @@ fn setbit(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 }
 
 /// The bytes of a string value for reading (None when missing).
-fn read_bytes<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Result<Option<std::borrow::Cow<'a, [u8]>>, Error> {
+fn read_bytes<'a>(
+    ctx: &'a mut Ctx,
+    key: &[u8],
+) -> Result<Option<std::borrow::Cow<'a, [u8]>>, Error> {
     match ctx.db().get(key) {
         None => Ok(None),
         Some(Value::Str(s)) => Ok(Some(s.as_bytes())),
@@ -166,7 +173,11 @@ fn bitcount(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         4 | 5 => {
             let s = parse_i64(args.at(2)).ok_or(Error::NotInteger)?;
             let e = parse_i64(args.at(3)).ok_or(Error::NotInteger)?;
-            let bit = if args.len() == 5 { unit(args.at(4))? } else { false };
+            let bit = if args.len() == 5 {
+                unit(args.at(4))?
+            } else {
+                false
+            };
             Some((s, e, bit))
         }
         _ => return Err(Error::Syntax),
@@ -289,7 +300,11 @@ fn bitop(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let dst = args.at(2);
     let mut srcs: Vec<Vec<u8>> = Vec::with_capacity(args.len() - 3);
     for k in args.from(3) {
-        srcs.push(read_bytes(ctx, k)?.map(|b| b.into_owned()).unwrap_or_default());
+        srcs.push(
+            read_bytes(ctx, k)?
+                .map(|b| b.into_owned())
+                .unwrap_or_default(),
+        );
     }
     let maxlen = srcs.iter().map(Vec::len).max().unwrap_or(0);
     if maxlen == 0 {
@@ -390,7 +405,11 @@ fn get_signed(b: &[u8], offset: u64, bits: u32) -> i64 {
 /// Redis's `checkUnsignedBitfieldOverflow`: Some(value to store) when it
 /// overflows (None as the value for FAIL), plus whether it overflowed.
 fn unsigned_overflow(value: u64, incr: i64, bits: u32, ow: Overflow) -> (bool, u64) {
-    let max = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
+    let max = if bits == 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
+    };
     let maxincr = max.wrapping_sub(value) as i64;
     let minincr = (value as i64).wrapping_neg();
     let wrap = || value.wrapping_add(incr as u64) & !(u64::MAX.checked_shl(bits).unwrap_or(0));
@@ -412,7 +431,11 @@ fn unsigned_overflow(value: u64, incr: i64, bits: u32, ow: Overflow) -> (bool, u
 
 /// Redis's `checkSignedBitfieldOverflow`.
 fn signed_overflow(value: i64, incr: i64, bits: u32, ow: Overflow) -> (bool, i64) {
-    let max = if bits == 64 { i64::MAX } else { (1i64 << (bits - 1)) - 1 };
+    let max = if bits == 64 {
+        i64::MAX
+    } else {
+        (1i64 << (bits - 1)) - 1
+    };
     let min = -max - 1;
     let maxincr = (max as u64).wrapping_sub(value as u64) as i64;
     let minincr = min.wrapping_sub(value);
@@ -525,7 +548,9 @@ fn bitfield_generic(ctx: &mut Ctx, args: &mut Args, readonly: bool) -> CmdResult
         return Err(Error::msg("BITFIELD_RO only supports the GET subcommand"));
     }
     if !writes {
-        let b = read_bytes(ctx, key)?.map(|b| b.into_owned()).unwrap_or_default();
+        let b = read_bytes(ctx, key)?
+            .map(|b| b.into_owned())
+            .unwrap_or_default();
         let out = ctx.out();
         out.array(ops.len());
         for f in &ops {

@@ -54,7 +54,8 @@ fn pfadd(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let mut updated = 0;
     match ctx.db().get_mut(key) {
         None => {
-            ctx.db().add_new(key, Value::Str(Str::Raw(hll::new_sparse())));
+            ctx.db()
+                .add_new(key, Value::Str(Str::Raw(hll::new_sparse())));
             updated += 1;
         }
         Some(v) => check(v)?,
@@ -133,7 +134,8 @@ fn pfmerge(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         hll::merge_into(&mut max, &b).map_err(|_| corrupt())?;
     }
     if ctx.db().get_mut(dst).is_none() {
-        ctx.db().add_new(dst, Value::Str(Str::Raw(hll::new_sparse())));
+        ctx.db()
+            .add_new(dst, Value::Str(Str::Raw(hll::new_sparse())));
     }
     let sparse_max = sparse_max(ctx);
     let b = hll_mut(ctx, dst);

@@ -406,13 +406,25 @@ unsafe fn read_args(l: State) -> Result<Function, &'static str> {
     };
     ffi::lua_pushnil(l);
     while ffi::lua_next(l, 1) != 0 {
-        if ffi::lua_type(l, -2) != ffi::LUA_TSTRING {
-            ffi::lua_pop(l, 2);
-            return fail(
-                l,
-                func_ref,
-                "named argument key given to redis.register_function is not a string",
-            );
+        match ffi::lua_type(l, -2) {
+            ffi::LUA_TSTRING => {}
+            // A number is a string to Lua's C API, and never a known name.
+            ffi::LUA_TNUMBER => {
+                ffi::lua_pop(l, 2);
+                return fail(
+                    l,
+                    func_ref,
+                    "unknown argument given to redis.register_function",
+                );
+            }
+            _ => {
+                ffi::lua_pop(l, 2);
+                return fail(
+                    l,
+                    func_ref,
+                    "named argument key given to redis.register_function is not a string",
+                );
+            }
         }
         let key = to_bytes(l, -2).unwrap_or_default().to_ascii_lowercase();
         let is_str = matches!(ffi::lua_type(l, -1), ffi::LUA_TSTRING | ffi::LUA_TNUMBER);

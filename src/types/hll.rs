@@ -367,7 +367,11 @@ pub fn merge_into(max: &mut [u8; REGISTERS], b: &[u8]) -> Result<(), Corrupt> {
 }
 
 /// Writes merged registers into `b` (PFMERGE's final step).
-pub fn store_registers(b: &mut Vec<u8>, max: &[u8; REGISTERS], sparse_max_bytes: usize) -> Result<(), Corrupt> {
+pub fn store_registers(
+    b: &mut Vec<u8>,
+    max: &[u8; REGISTERS],
+    sparse_max_bytes: usize,
+) -> Result<(), Corrupt> {
     for (i, &m) in max.iter().enumerate() {
         if m == 0 {
             continue;
@@ -483,7 +487,10 @@ mod tests {
         to_dense(&mut d).unwrap();
         for i in 0..3000u32 {
             let e = format!("ele:{i}");
-            assert_eq!(add(&mut s, e.as_bytes(), 1 << 20), add(&mut d, e.as_bytes(), 0));
+            assert_eq!(
+                add(&mut s, e.as_bytes(), 1 << 20),
+                add(&mut d, e.as_bytes(), 0)
+            );
         }
         assert!(!is_dense(&s));
         assert_eq!(histogram(&s).unwrap(), histogram(&d).unwrap());

@@ -1,8 +1,8 @@
 //! Data structures behind the values, free of RESP and of the keyspace.
 
 pub mod glob;
-pub mod hll;
 pub mod hash;
+pub mod hll;
 pub mod list;
 pub mod longdouble;
 pub mod number;

@@ -18,7 +18,9 @@ pub struct Member(NonNull<u8>);
 impl Member {
     /// Allocates a block for `bytes` with `score`.
     pub fn alloc(bytes: &[u8], score: f64) -> Member {
-        let varint = (usize::BITS - bytes.len().leading_zeros()).div_ceil(7).max(1) as usize;
+        let varint = (usize::BITS - bytes.len().leading_zeros())
+            .div_ceil(7)
+            .max(1) as usize;
         // Exact capacity: into_boxed_slice then needs no reallocation.
         let mut v = Vec::with_capacity(8 + varint + bytes.len());
         v.extend_from_slice(&score.to_le_bytes());
