@@ -307,7 +307,9 @@ unsafe fn install_load_api(l: State) {
         "REDIS_VERSION",
         "REDIS_VERSION_NUM",
     ] {
-        lua::get_field(l, -1, name);
+        // `redis` is a read-only view: read through its metatable.
+        let cname = std::ffi::CString::new(name).unwrap_or_default();
+        ffi::lua_getfield(l, -1, cname.as_ptr());
         lua::set_field(l, -4, name);
     }
     ffi::lua_pop(l, 2);
