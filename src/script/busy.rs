@@ -61,7 +61,13 @@ unsafe extern "C-unwind" fn hook(l: State, _ar: *mut ffi::lua_Debug) {
     let now = Instant::now();
     if !(*run).busy {
         let ms = now.duration_since((*run).start).as_millis() as u64;
-        if ms < (*run).threshold_ms {
+        let threshold = *(*run).threshold_ms.get_or_insert_with(|| {
+            (*(*run).srv)
+                .config
+                .get_i64("busy-reply-threshold")
+                .max(0) as u64
+        });
+        if ms < threshold {
             return;
         }
         (*run).busy = true;

@@ -261,7 +261,6 @@ unsafe fn run_load(l: State, func_ref: i32) -> Result<(), String> {
         Err(msg)
     };
     ffi::lua_settop(l, base);
-    vm::after_run(l);
     res
 }
 

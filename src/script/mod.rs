@@ -40,7 +40,7 @@ pub struct Script {
 pub struct Scripting {
     vm: Option<Vm>,
     /// Lowercase hex SHA1 of the body → script.
-    pub scripts: HashMap<[u8; 40], Script>,
+    pub scripts: HashMap<[u8; 40], Script, foldhash::fast::RandomState>,
     /// The pseudo-client scripts run their commands as; taken out while a script runs.
     client: Option<Box<Client>>,
     /// Calls since the last full GC step.
@@ -91,7 +91,8 @@ pub struct RunCtx {
     pub killed: bool,
     /// The busy threshold passed: other clients get BUSY.
     pub busy: bool,
-    pub threshold_ms: u64,
+    /// `busy-reply-threshold`, read by the hook on its first call.
+    pub threshold_ms: Option<u64>,
     pub last_poll: Instant,
     /// True when the script runs a FUNCTION (FCALL): FUNCTION KILL, not SCRIPT KILL.
     pub is_function: bool,
@@ -164,8 +165,8 @@ pub struct Call<'a> {
 
 /// Runs a compiled script for `caller`, writing its reply (or error) into
 /// the caller's reply buffer.
+/// The script sees the time of the command that runs it (dispatch froze it).
 pub fn run(srv: &mut Server, caller: &mut Client, call: Call<'_>) {
-    crate::clock::begin_command();
     let mut sc = srv.ext.script.client.take().unwrap_or_else(|| {
         Box::new(Client::new(
             0,
@@ -183,7 +184,6 @@ pub fn run(srv: &mut Server, caller: &mut Client, call: Call<'_>) {
     } else {
         srv.ext.script.vm().l
     };
-    let threshold = srv.config.get_i64("busy-reply-threshold").max(0) as u64;
     let now = Instant::now();
     let mut ctx = RunCtx {
         srv: srv as *mut Server,
@@ -196,7 +196,7 @@ pub fn run(srv: &mut Server, caller: &mut Client, call: Call<'_>) {
         start: now,
         killed: false,
         busy: false,
-        threshold_ms: threshold,
+        threshold_ms: None,
         last_poll: now,
         is_function: call.is_function,
         command: call.command,
@@ -222,15 +222,14 @@ pub fn run(srv: &mut Server, caller: &mut Client, call: Call<'_>) {
         busy::remove_hook(l);
         RUN.with(|c| c.set(std::ptr::null_mut()));
         if rc == 0 {
-            ffi::lua_gc(l, ffi::LUA_GCSTEP, 1);
             convert::reply_from_lua(l, &mut caller.reply, ctx.resp);
         } else {
             convert::reply_error(l, &mut caller.reply, &ctx.name, srv);
         }
         ffi::lua_settop(l, base);
-        vm::after_run(l);
     }
     let s = &mut srv.ext.script;
+    // Redis's LUA_GC_CYCLE_PERIOD: a GC step of 50 every 50 calls.
     s.calls += 1;
     if s.calls >= 50 {
         s.calls = 0;
