@@ -21,6 +21,7 @@ pub mod vm;
 
 use std::cell::Cell;
 use std::collections::HashMap;
+use std::rc::Rc;
 use std::time::Instant;
 
 use crate::error::Error;
@@ -33,6 +34,8 @@ use vm::Vm;
 pub struct Script {
     pub body: Box<[u8]>,
     func_ref: i32,
+    /// The SHA as text, shared with each run (error messages name it).
+    name: Rc<str>,
 }
 
 /// Scripting state kept in the server (`srv.ext.script`).
@@ -85,7 +88,7 @@ pub struct RunCtx {
     /// `redis.setresp` protocol for replies seen by the script.
     pub resp: u8,
     /// The name errors report (`script: <sha>`).
-    pub name: String,
+    pub name: Rc<str>,
     pub start: Instant,
     /// Set by SCRIPT KILL / FUNCTION KILL; the hook raises the error.
     pub killed: bool,
@@ -146,6 +149,7 @@ pub fn load(s: &mut Scripting, body: &[u8]) -> Result<[u8; 40], Error> {
         Script {
             body: body.into(),
             func_ref,
+            name: String::from_utf8_lossy(&sha).into(),
         },
     );
     Ok(sha)
@@ -154,7 +158,7 @@ pub fn load(s: &mut Scripting, body: &[u8]) -> Result<[u8; 40], Error> {
 /// Which script to run and how.
 pub struct Call<'a> {
     pub func_ref: i32,
-    pub name: String,
+    pub name: Rc<str>,
     pub keys: Vec<&'a [u8]>,
     pub args: Vec<&'a [u8]>,
     pub read_only: bool,
@@ -241,9 +245,9 @@ pub fn run(srv: &mut Server, caller: &mut Client, call: Call<'_>) {
     s.client = Some(sc);
 }
 
-/// Looks up a cached script's compiled function.
-pub fn lookup(s: &Scripting, sha: &[u8; 40]) -> Option<i32> {
-    s.scripts.get(sha).map(|sc| sc.func_ref)
+/// Looks up a cached script: its compiled function and its name.
+pub fn lookup(s: &Scripting, sha: &[u8; 40]) -> Option<(i32, Rc<str>)> {
+    s.scripts.get(sha).map(|sc| (sc.func_ref, sc.name.clone()))
 }
 
 /// The VM's state pointer, creating the VM if needed (FUNCTION uses the same VM).

@@ -54,7 +54,7 @@ fn fcall_generic(ctx: &mut Ctx, args: &Args, read_only: bool) -> CmdResult {
     let (keys, argv) = parse_keys_args(args)?;
     let call = Call {
         func_ref,
-        name,
+        name: name.into(),
         keys,
         args: argv,
         read_only: flags & NO_WRITES != 0,

@@ -93,7 +93,7 @@ pub fn parse_keys_args<'a>(args: &Args<'a>) -> Result<(Vec<&'a [u8]>, Vec<&'a [u
 fn eval_generic(ctx: &mut Ctx, args: &Args, by_sha: bool, read_only: bool) -> CmdResult {
     let (keys, argv) = parse_keys_args(args)?;
     let s = &mut ctx.srv.ext.script;
-    let (sha, func_ref) = if by_sha {
+    let (func_ref, name) = if by_sha {
         let given = args.at(1);
         let mut sha = [0u8; 40];
         let found = if given.len() == 40 {
@@ -104,21 +104,14 @@ fn eval_generic(ctx: &mut Ctx, args: &Args, by_sha: bool, read_only: bool) -> Cm
         } else {
             None
         };
-        match found {
-            Some(r) => (sha, r),
-            None => {
-                return Err(Error::coded(
-                    "NOSCRIPT No matching script. Please use EVAL.",
-                ))
-            }
-        }
+        found.ok_or_else(|| Error::coded("NOSCRIPT No matching script. Please use EVAL."))?
     } else {
         let sha = script::load(s, args.at(1))?;
-        (sha, script::lookup(s, &sha).unwrap_or_default())
+        script::lookup(s, &sha).ok_or(Error::Syntax)?
     };
     let call = Call {
         func_ref,
-        name: String::from_utf8_lossy(&sha).into_owned(),
+        name,
         keys,
         args: argv,
         read_only,
