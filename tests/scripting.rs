@@ -11,8 +11,11 @@ use oxidis::resp::value::Value;
 use redis::Commands;
 
 fn fixture(name: &str) -> String {
-    std::fs::read_to_string(format!("{}/lua/fixtures/{name}.lua", env!("CARGO_MANIFEST_DIR")))
-        .unwrap()
+    std::fs::read_to_string(format!(
+        "{}/lua/fixtures/{name}.lua",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
 }
 
 fn load(con: &mut redis::Connection, name: &str) -> String {
@@ -215,7 +218,10 @@ fn red_envelope_hands_each_packet_once_with_50_clients() {
         })
         .collect();
     let results: Vec<Vec<String>> = threads.into_iter().map(|t| t.join().unwrap()).collect();
-    assert!(results.iter().all(|r| r.len() <= 1), "a user got two packets");
+    assert!(
+        results.iter().all(|r| r.len() <= 1),
+        "a user got two packets"
+    );
     let grabs: Vec<&String> = results.iter().flatten().collect();
     assert_eq!(grabs.len(), PACKETS);
     let ids: HashSet<String> = grabs

@@ -62,10 +62,7 @@ unsafe extern "C-unwind" fn hook(l: State, _ar: *mut ffi::lua_Debug) {
     if !(*run).busy {
         let ms = now.duration_since((*run).start).as_millis() as u64;
         let threshold = *(*run).threshold_ms.get_or_insert_with(|| {
-            (*(*run).srv)
-                .config
-                .get_i64("busy-reply-threshold")
-                .max(0) as u64
+            (*(*run).srv).config.get_i64("busy-reply-threshold").max(0) as u64
         });
         if ms < threshold {
             return;
@@ -266,8 +263,8 @@ fn run_one(srv: &mut Server, c: &mut Client, args: &Args, is_function: bool) {
                 cmd.spec.name,
                 "exec" | "discard" | "multi" | "watch" | "quit" | "reset"
             );
-            if c.multi.is_some() && !control {
-                c.multi.as_mut().unwrap().queue.push(Queued {
+            if let (Some(m), false) = (c.multi.as_mut(), control) {
+                m.queue.push(Queued {
                     spec: cmd.spec,
                     id: cmd.id,
                     argv: args.to_owned(),

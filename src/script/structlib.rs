@@ -288,7 +288,7 @@ unsafe fn unpack_inner(l: State, res: &mut Vec<Out>) -> Result<usize, SErr> {
                 }
                 let n = if opt.is_ascii_lowercase() && size > 0 {
                     let bits = (size * 8).min(64);
-                    let mask = if size * 8 - 1 >= 64 {
+                    let mask = if size * 8 > 64 {
                         0
                     } else {
                         u64::MAX << (size * 8 - 1)

@@ -80,6 +80,12 @@ impl Drop for Vm {
     }
 }
 
+impl Default for Vm {
+    fn default() -> Self {
+        Vm::new()
+    }
+}
+
 impl Vm {
     pub fn new() -> Vm {
         let a = Box::into_raw(Box::new(AllocState {
@@ -300,11 +306,9 @@ unsafe fn guard_table_lib(l: State) {
     ffi::lua_getfield(l, ffi::LUA_GLOBALSINDEX, c"table".as_ptr());
     // remove, sort and setn never write to an empty table, and every
     // protected table looks empty; insert would.
-    for name in [c"insert"] {
-        ffi::lua_getfield(l, -1, name.as_ptr());
-        ffi::lua_pushcclosure(l, guarded_table_fn, 1);
-        ffi::lua_setfield(l, -2, name.as_ptr());
-    }
+    ffi::lua_getfield(l, -1, c"insert".as_ptr());
+    ffi::lua_pushcclosure(l, guarded_table_fn, 1);
+    ffi::lua_setfield(l, -2, c"insert".as_ptr());
     ffi::lua_pop(l, 1);
 }
 

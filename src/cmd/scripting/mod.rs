@@ -74,8 +74,11 @@ trait Pipe: Sized {
 }
 impl<T> Pipe for T {}
 
+/// A script's keys and its other arguments.
+pub type KeysArgs<'a> = (Vec<&'a [u8]>, Vec<&'a [u8]>);
+
 /// Splits `numkeys key... arg...` (cursor at numkeys) with Redis's errors.
-pub fn parse_keys_args<'a>(args: &Args<'a>) -> Result<(Vec<&'a [u8]>, Vec<&'a [u8]>), Error> {
+pub fn parse_keys_args<'a>(args: &Args<'a>) -> Result<KeysArgs<'a>, Error> {
     let n = crate::types::number::parse_i64(args.at(2)).ok_or(Error::NotInteger)?;
     let rest = args.len() - 3;
     if n > rest as i64 {
