@@ -71,17 +71,6 @@ impl<'a> Args<'a> {
         self.pos < self.len()
     }
 
-    /// The next argument, if any.
-    #[inline]
-    pub fn next(&mut self) -> Option<&'a [u8]> {
-        if self.pos < self.len() {
-            self.pos += 1;
-            Some(self.at(self.pos - 1))
-        } else {
-            None
-        }
-    }
-
     /// The next argument, or `ERR syntax error` when there is none.
     pub fn next_or_syntax(&mut self) -> Result<&'a [u8], Error> {
         self.next().ok_or(Error::Syntax)
@@ -123,6 +112,21 @@ impl<'a> Args<'a> {
     /// Copies every argument (for queueing in MULTI, blocking, MONITOR).
     pub fn to_owned(&self) -> Argv {
         Argv::from_slices(self.from(0))
+    }
+}
+
+/// The cursor reads the remaining arguments in order.
+impl<'a> Iterator for Args<'a> {
+    type Item = &'a [u8];
+
+    #[inline]
+    fn next(&mut self) -> Option<&'a [u8]> {
+        if self.pos < self.len() {
+            self.pos += 1;
+            Some(self.at(self.pos - 1))
+        } else {
+            None
+        }
     }
 }
 

@@ -26,13 +26,12 @@ pub fn dispatch(srv: &mut Server, client: &mut Client, args: &Args) {
     }
     match check(srv, client, args) {
         Ok(cmd) => {
-            if client.multi.is_some() && !is_multi_control(cmd) {
-                let q = Queued {
+            if let Some(m) = client.multi.as_mut().filter(|_| !is_multi_control(cmd)) {
+                m.queue.push(Queued {
                     spec: cmd.spec,
                     id: cmd.id,
                     argv: args.to_owned(),
-                };
-                client.multi.as_mut().unwrap().queue.push(q);
+                });
                 client.reply.raw(b"+QUEUED\r\n");
             } else {
                 call(srv, client, cmd, args, false);

@@ -12,8 +12,11 @@ pub struct CmdRef {
     pub spec: &'static CommandSpec,
 }
 
+/// A command and its subcommands by (lowercase) name.
+type Entry = (CmdRef, HashMap<&'static [u8], CmdRef>);
+
 pub struct Table {
-    by_name: HashMap<&'static [u8], (CmdRef, HashMap<&'static [u8], CmdRef>)>,
+    by_name: HashMap<&'static [u8], Entry>,
     /// Every command and subcommand, indexed by id.
     pub all: Vec<&'static CommandSpec>,
 }
@@ -55,7 +58,7 @@ impl Table {
         self.entry(name).map(|(c, _)| *c)
     }
 
-    fn entry(&self, name: &[u8]) -> Option<&(CmdRef, HashMap<&'static [u8], CmdRef>)> {
+    fn entry(&self, name: &[u8]) -> Option<&Entry> {
         let mut buf = [0u8; 32];
         if name.len() > buf.len() {
             return None;
