@@ -41,6 +41,42 @@ pub struct Script {
     func_ref: i32,
     /// The SHA as text, shared with each run (error messages name it).
     name: Rc<str>,
+    /// Flags from a `#!lua flags=...` shebang; None for a script without
+    /// one (Redis's EVAL compatibility mode).
+    flags: Option<u32>,
+}
+
+/// Parses an EVAL script's shebang as Redis 7's `evalExtractShebangFlags`:
+/// the flags (None without a shebang) and the bytes to skip (the shebang
+/// line, keeping its line feed so line numbers stay the user's).
+fn shebang_flags(body: &[u8]) -> Result<(Option<u32>, usize), String> {
+    if !body.starts_with(b"#!") {
+        return Ok((None, 0));
+    }
+    let Some(nl) = body.iter().position(|&c| c == b'\n') else {
+        return Err("Invalid script shebang".into());
+    };
+    let line = String::from_utf8_lossy(&body[..nl]);
+    let parts: Vec<&str> = line.split_ascii_whitespace().collect();
+    let Some(engine) = parts.first() else {
+        return Err("Invalid engine in script shebang".into());
+    };
+    if *engine != "#!lua" {
+        return Err(format!("Unexpected engine in script shebang: {engine}"));
+    }
+    let mut flags = 0;
+    for p in &parts[1..] {
+        let Some(list) = p.strip_prefix("flags=") else {
+            return Err(format!("Unknown lua shebang option: {p}"));
+        };
+        for f in list.split(',').filter(|f| !f.is_empty()) {
+            let Some(i) = function::FLAG_NAMES.iter().position(|n| *n == f) else {
+                return Err(format!("Unexpected flag in script shebang: {f}"));
+            };
+            flags |= 1 << i;
+        }
+    }
+    Ok((Some(flags), nl))
 }
 
 /// Scripting state kept in the server (`srv.ext.script`).
@@ -145,9 +181,10 @@ pub fn load(s: &mut Scripting, body: &[u8]) -> Result<[u8; 40], Error> {
     if s.scripts.contains_key(&sha) {
         return Ok(sha);
     }
+    let (flags, skip) = shebang_flags(body).map_err(|e| Error::Msg(e.into()))?;
     let func_ref = s
         .vm()
-        .compile(body, "@user_script")
+        .compile(&body[skip..], "@user_script")
         .map_err(|e| Error::Msg(format!("Error compiling script (new function): {e}").into()))?;
     s.scripts.insert(
         sha,
@@ -155,6 +192,7 @@ pub fn load(s: &mut Scripting, body: &[u8]) -> Result<[u8; 40], Error> {
             body: body.into(),
             func_ref,
             name: String::from_utf8_lossy(&sha).into(),
+            flags,
         },
     );
     Ok(sha)
@@ -250,9 +288,11 @@ pub fn run(srv: &mut Server, caller: &mut Client, call: Call<'_>) {
     s.client = Some(sc);
 }
 
-/// Looks up a cached script: its compiled function and its name.
-pub fn lookup(s: &Scripting, sha: &[u8; 40]) -> Option<(i32, Rc<str>)> {
-    s.scripts.get(sha).map(|sc| (sc.func_ref, sc.name.clone()))
+/// Looks up a cached script: its compiled function, name and shebang flags.
+pub fn lookup(s: &Scripting, sha: &[u8; 40]) -> Option<(i32, Rc<str>, Option<u32>)> {
+    s.scripts
+        .get(sha)
+        .map(|sc| (sc.func_ref, sc.name.clone(), sc.flags))
 }
 
 /// The VM's state pointer, creating the VM if needed (FUNCTION uses the same VM).

@@ -7,6 +7,7 @@ pub mod function;
 use crate::command::flags::*;
 use crate::command::{Args, CommandSpec};
 use crate::error::{CmdResult, Error};
+use crate::script::function::NO_WRITES;
 use crate::script::{self, Call};
 use crate::server::Ctx;
 
@@ -96,7 +97,7 @@ pub fn parse_keys_args<'a>(args: &Args<'a>) -> Result<KeysArgs<'a>, Error> {
 fn eval_generic(ctx: &mut Ctx, args: &Args, by_sha: bool, read_only: bool) -> CmdResult {
     let (keys, argv) = parse_keys_args(args)?;
     let s = &mut ctx.srv.ext.script;
-    let (func_ref, name) = if by_sha {
+    let (func_ref, name, flags) = if by_sha {
         let given = args.at(1);
         let mut sha = [0u8; 40];
         let found = if given.len() == 40 {
@@ -111,6 +112,17 @@ fn eval_generic(ctx: &mut Ctx, args: &Args, by_sha: bool, read_only: bool) -> Cm
     } else {
         let sha = script::load(s, args.at(1))?;
         script::lookup(s, &sha).ok_or(Error::Syntax)?
+    };
+    // A script with a shebang declares whether it writes; one without runs
+    // in compatibility mode, checked command by command.
+    let read_only = match flags {
+        Some(f) if f & NO_WRITES == 0 && read_only => {
+            return Err(Error::msg(
+                "Can not execute a script with write flag using *_ro command.",
+            ))
+        }
+        Some(f) => read_only || f & NO_WRITES != 0,
+        None => read_only,
     };
     let call = Call {
         func_ref,
