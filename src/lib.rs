@@ -100,6 +100,9 @@ fn run_on_thread(config: Config, ephemeral: bool, signals: bool) -> std::io::Res
     let stop2 = stop.clone();
     let thread = std::thread::Builder::new()
         .name("oxidis".into())
+        // Deep enough for Lua replies nested as far as Lua's own stack allows
+        // (script::convert recurses once per level); only touched pages count.
+        .stack_size(256 << 20)
         .spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
