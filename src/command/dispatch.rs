@@ -16,7 +16,8 @@ pub fn dispatch(srv: &mut Server, client: &mut Client, args: &Args) {
     if args.is_empty() {
         return;
     }
-    crate::clock::begin_command();
+    crate::server::tracking::before_dispatch(srv, client);
+    client.pushed.clear();
     let start_len = client.reply.len();
     // CLIENT REPLY: OFF drops replies until a command turns it back on (the
     // reply of CLIENT REPLY ON itself is sent); SKIP drops the next reply.
@@ -34,6 +35,9 @@ pub fn dispatch(srv: &mut Server, client: &mut Client, args: &Args) {
                 });
                 client.reply.raw(b"+QUEUED\r\n");
             } else {
+                // The time the command sees (queued commands take theirs
+                // at EXEC; reading the clock is not free on every host).
+                crate::clock::begin_command();
                 call(srv, client, cmd, args, false);
                 after_command(srv, client);
             }
@@ -55,7 +59,7 @@ pub fn dispatch(srv: &mut Server, client: &mut Client, args: &Args) {
         ReplyMode::On => false,
     };
     if drop_reply {
-        client.reply.truncate(start_len);
+        crate::server::pubsub::drop_reply_keep_pushes(client, start_len);
     }
     crate::server::tracking::after_dispatch(client, args);
 }
@@ -234,9 +238,7 @@ pub fn call(
     let elapsed_us = elapsed.as_micros() as u64;
     crate::cmd::server::latency::record(srv, cmd.id, cmd.spec, elapsed.as_nanos() as u64);
     notify::flush_before_reply(srv, client, reply_start);
-    if client.tracking.is_some() && cmd.spec.has(flags::READONLY) {
-        crate::server::tracking::remember_read(srv, client, cmd.spec, args);
-    }
+    crate::server::tracking::after_call(srv, client, cmd.spec, args, ok);
     let st = srv.stats.cmd(cmd.id);
     st.calls += 1;
     st.usec += elapsed_us;
