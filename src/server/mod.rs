@@ -65,6 +65,9 @@ pub struct Extensions {
     pub script: crate::script::Scripting,
     /// Client-side caching (pub/sub family).
     pub tracking: tracking::Tracking,
+    /// Clients currently blocked on keys (lists family, `blocking.rs`), so
+    /// the check after every command costs nothing when nobody waits.
+    pub blocked_clients: usize,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
