@@ -123,3 +123,76 @@ fn resp3_redirect_target_gets_pushes() {
         b">2\r\n$10\r\ninvalidate\r\n*1\r\n$6\r\nuser:1\r\n"
     );
 }
+
+/// CLIENT INFO flags/redir and INFO tracking counters. Expected values were
+/// observed on redis-server 7.0.15 with the same sequence: `flags=tB redir=<id>`,
+/// then `flags=tRB` once the redirect client leaves; `flags=N redir=-1` for a
+/// client without tracking; INFO shows tracking_clients:1 and one prefix.
+#[test]
+fn client_info_and_info_show_tracking_state() {
+    let h = common::start();
+    let mut a = common::Raw::connect(&h);
+    let mut b = common::Raw::connect(&h);
+    b.cmd(&[b"CLIENT", b"ID"]);
+    let bid = match b.read() {
+        oxidis::resp::value::Value::Int(n) => n,
+        other => panic!("{other:?}"),
+    };
+    let bid_s = bid.to_string();
+    a.cmd(&[
+        b"CLIENT",
+        b"TRACKING",
+        b"on",
+        b"BCAST",
+        b"PREFIX",
+        b"user:",
+        b"REDIRECT",
+        bid_s.as_bytes(),
+    ]);
+    assert_eq!(a.read_raw(), b"+OK\r\n");
+    let fields = |r: &mut common::Raw| -> Vec<String> {
+        r.cmd(&[b"CLIENT", b"INFO"]);
+        let v = r.read();
+        let text = String::from_utf8(v.as_bytes().unwrap().to_vec()).unwrap();
+        text.split_whitespace()
+            .filter(|f| f.starts_with("flags=") || f.starts_with("redir="))
+            .map(String::from)
+            .collect()
+    };
+    assert_eq!(
+        fields(&mut a),
+        vec!["flags=tB".to_string(), format!("redir={bid}")]
+    );
+    b.cmd(&[b"QUIT"]);
+    assert_eq!(b.read_raw(), b"+OK\r\n");
+    assert!(b.closed_within(std::time::Duration::from_secs(5)));
+    a.cmd(&[b"SET", b"user:1", b"x"]);
+    assert_eq!(a.read_raw(), b"+OK\r\n");
+    // The broken redirect shows once an invalidation found its target gone.
+    let mut flags = fields(&mut a);
+    for _ in 0..50 {
+        if flags[0] == "flags=tRB" {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        flags = fields(&mut a);
+    }
+    assert_eq!(flags, vec!["flags=tRB".to_string(), format!("redir={bid}")]);
+    let mut c = common::Raw::connect(&h);
+    assert_eq!(
+        fields(&mut c),
+        vec!["flags=N".to_string(), "redir=-1".to_string()]
+    );
+    c.cmd(&[b"INFO", b"everything"]);
+    let info = String::from_utf8(c.read().as_bytes().unwrap().to_vec()).unwrap();
+    let tracking: Vec<&str> = info.lines().filter(|l| l.starts_with("tracking")).collect();
+    assert_eq!(
+        tracking,
+        vec![
+            "tracking_clients:1",
+            "tracking_total_keys:0",
+            "tracking_total_items:0",
+            "tracking_total_prefixes:1"
+        ]
+    );
+}

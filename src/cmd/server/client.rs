@@ -238,6 +238,15 @@ pub fn describe(c: &Client, current: bool, argv_mem: usize) -> String {
     if c.blocked.is_some() {
         flags.push('b');
     }
+    if let Some(t) = &c.tracking {
+        flags.push('t');
+        if t.broken_redir {
+            flags.push('R');
+        }
+        if t.bcast {
+            flags.push('B');
+        }
+    }
     if c.close_after_reply {
         flags.push('c');
     }
@@ -266,11 +275,13 @@ pub fn describe(c: &Client, current: bool, argv_mem: usize) -> String {
     } else {
         "rw"
     };
+    // Tracking redirection: -1 when tracking is off, 0 when on without REDIRECT.
+    let redir = c.tracking.as_ref().map_or(-1, |t| t.redirect as i64);
     let s = |b: &Option<Vec<u8>>| {
         String::from_utf8_lossy(b.as_deref().unwrap_or_default()).into_owned()
     };
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events={} cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events={} cmd={} user={} redir={} resp={} lib-name={} lib-ver={}",
         c.id,
         c.addr,
         laddr(c),
@@ -301,6 +312,7 @@ pub fn describe(c: &Client, current: bool, argv_mem: usize) -> String {
         events,
         c.last_cmd,
         c.user,
+        redir,
         c.reply.resp,
         s(&c.lib_name),
         s(&c.lib_ver),

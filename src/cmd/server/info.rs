@@ -188,7 +188,7 @@ fn clients(srv: &Server, current_blocked: bool, out: &mut String) {
     line!(out, "client_recent_max_input_buffer:0");
     line!(out, "client_recent_max_output_buffer:0");
     line!(out, "blocked_clients:{blocked}");
-    line!(out, "tracking_clients:0");
+    line!(out, "tracking_clients:{}", srv.ext.tracking.clients);
     line!(out, "clients_in_timeout_table:{in_timeout}");
 }
 
@@ -392,13 +392,14 @@ fn stats(srv: &Server, out: &mut String) {
         "active_defrag_key_misses:0",
         "total_active_defrag_time:0",
         "current_active_defrag_time:0",
-        "tracking_total_keys:0",
-        "tracking_total_items:0",
-        "tracking_total_prefixes:0",
-        "unexpected_error_replies:0",
     ] {
         line!(out, "{f}");
     }
+    let (keys, items, prefixes) = srv.ext.tracking.totals();
+    line!(out, "tracking_total_keys:{keys}");
+    line!(out, "tracking_total_items:{items}");
+    line!(out, "tracking_total_prefixes:{prefixes}");
+    line!(out, "unexpected_error_replies:0");
     line!(out, "total_error_replies:{}", st.total_error_replies);
     for f in [
         "dump_payload_sanitizations:0",
