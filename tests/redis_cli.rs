@@ -1,6 +1,7 @@
 //! redis-cli against Oxidis: `-r 3 PING`, `--scan`, `--pipe` (which ends with
 //! an ECHO of a random 20-byte marker) and the COMMAND DOCS it builds hints
-//! from. Skipped when redis-cli is not installed.
+//! from, `--eval`, and redis-benchmark's default suite. Skipped when the tools are not
+//! installed (.ci/run installs them).
 
 mod common;
 
@@ -51,4 +52,82 @@ fn redis_cli_repeat_scan_and_pipe() {
     // The docs redis-cli turns into hints.
     let out = cli(port, &["COMMAND", "DOCS", "set"], None).unwrap();
     assert!(out.contains("Set the string value of a key"), "{out}");
+}
+
+#[test]
+fn redis_cli_eval_runs_a_script_file() {
+    let h = common::start();
+    let port = h.addr().port();
+    let dir = std::env::temp_dir().join(format!("oxidis-cli-eval-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = dir.join("keys_args.lua");
+    std::fs::write(
+        &script,
+        "redis.call('SET', KEYS[1], ARGV[1])\nreturn {KEYS[1], KEYS[2], ARGV[1], ARGV[2], redis.call('GET', KEYS[1])}\n",
+    )
+    .unwrap();
+    let Some(out) = cli(
+        port,
+        &[
+            "--eval",
+            script.to_str().unwrap(),
+            "k1",
+            "k2",
+            ",",
+            "a1",
+            "a2",
+        ],
+        None,
+    ) else {
+        eprintln!("redis-cli not installed; skipped");
+        return;
+    };
+    // redis-cli prints a multi-bulk reply one element per line when not on a tty.
+    assert_eq!(out, "k1\nk2\na1\na2\na1\n");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// redis-benchmark's default suite (PING through LRANGE_600 and MSET) must
+/// complete with no error replies.
+#[test]
+fn redis_benchmark_default_suite_has_no_errors() {
+    let h = common::start();
+    let port = h.addr().port().to_string();
+    let Ok(out) = Command::new("redis-benchmark")
+        .args(["-p", &port, "-n", "2000", "-c", "10", "--csv"])
+        .output()
+    else {
+        eprintln!("redis-benchmark not installed; skipped");
+        return;
+    };
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    assert!(!text.contains("ERR") && !text.contains("Error"), "{text}");
+    for t in [
+        "PING_INLINE",
+        "PING_MBULK",
+        "SET",
+        "GET",
+        "INCR",
+        "LPUSH",
+        "RPUSH",
+        "LPOP",
+        "RPOP",
+        "SADD",
+        "HSET",
+        "SPOP",
+        "ZADD",
+        "ZPOPMIN",
+        "LRANGE_100",
+        "LRANGE_300",
+        "LRANGE_500",
+        "LRANGE_600",
+        "MSET",
+    ] {
+        assert!(
+            text.contains(&format!("\"{t}")),
+            "no result for {t}:\n{text}"
+        );
+    }
 }
