@@ -281,6 +281,11 @@ impl Config {
         }
         self.values.insert(prm.name, canonical);
         self.apply(prm.name);
+        if prm.name == "notify-keyspace-events" {
+            // Redis shows `A` without `n` (keyspaceEventsFlagsToString) but
+            // keeps the flag: take the classes from what was set, not shown.
+            self.notify_flags = notify::parse_flags(value.as_bytes()).unwrap_or(0);
+        }
         Ok(())
     }
 

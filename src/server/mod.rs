@@ -198,7 +198,7 @@ impl<'a> Ctx<'a> {
         self.srv.ks.dbs[db].touch(key);
         self.srv.ks.dirty += 1;
         if !self.srv.ext.tracking.idle() {
-            let by = self.client.id;
+            let by = tracking::acting_client(self.srv, self.client);
             tracking::invalidate_key(self.srv, self.client, by, key);
         }
         notify::emit(self.srv, self.client, class, event, db, key);
