@@ -406,12 +406,13 @@ pub(crate) fn rand_count(arg: &[u8], withvalues: bool) -> Result<RandCount, Erro
             "value is out of range, value must between -9223372036854775807 and 9223372036854775807",
         ));
     }
-    if n >= 0 {
-        return Ok(RandCount::Unique(n as usize));
-    }
     let m = n.unsigned_abs();
+    // Redis refuses counts whose reply (two items each) would overflow.
     if withvalues && m > (i64::MAX / 2) as u64 {
         return Err(Error::msg("value is out of range"));
+    }
+    if n >= 0 {
+        return Ok(RandCount::Unique(n as usize));
     }
     Ok(RandCount::Repeat(m as usize))
 }

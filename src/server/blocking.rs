@@ -17,6 +17,12 @@ use crate::error::Error;
 /// double: the product is rounded up, and a value too large for a 64-bit
 /// count of milliseconds wraps negative in C, hence `timeout is negative`.
 pub fn parse_timeout(arg: &[u8]) -> Result<i64, Error> {
+    if let Some(ms) = plain_decimal_ms(arg) {
+        return match ms {
+            Some(ms) if ms >= 0 => Ok(ms),
+            _ => Err(Error::msg("timeout is negative")),
+        };
+    }
     let v = parse_long_double(arg)
         .ok_or_else(|| Error::msg("timeout is not a float or out of range"))?;
     let ms = (v * 1000.0).ceil();
@@ -26,6 +32,44 @@ pub fn parse_timeout(arg: &[u8]) -> Result<i64, Error> {
         return Err(Error::msg("timeout is negative"));
     }
     Ok(ms as i64)
+}
+
+/// `ceil(x * 1000)` computed exactly for a plain decimal `[-+]digits[.digits]`
+/// (what clients send), so large whole-second timeouts keep every digit as
+/// they do in a long double. Outer None: not a plain decimal; inner None:
+/// beyond a 64-bit count of milliseconds (C's cast then gives LLONG_MIN).
+fn plain_decimal_ms(arg: &[u8]) -> Option<Option<i64>> {
+    let (neg, body) = match arg.first()? {
+        b'-' => (true, &arg[1..]),
+        b'+' => (false, &arg[1..]),
+        _ => (false, arg),
+    };
+    let (int, frac) = match body.iter().position(|&c| c == b'.') {
+        Some(i) => (&body[..i], &body[i + 1..]),
+        None => (body, &b""[..]),
+    };
+    if (int.is_empty() && frac.is_empty())
+        || !int.iter().chain(frac).all(u8::is_ascii_digit)
+        || int.len() > 30
+    {
+        return None;
+    }
+    let mut v: i128 = 0;
+    for &d in int {
+        v = v * 10 + (d - b'0') as i128;
+    }
+    // Thousandths, and whether anything non-zero follows them.
+    let mut ms = v * 1000;
+    for (i, &d) in frac.iter().take(3).enumerate() {
+        ms += (d - b'0') as i128 * [100, 10, 1][i];
+    }
+    let rest = frac.iter().skip(3).any(|&d| d != b'0');
+    let ms = if neg {
+        -ms // ceil of a negative value drops the extra digits
+    } else {
+        ms + rest as i128
+    };
+    Some(i64::try_from(ms).ok())
 }
 
 /// `strtold` as Redis uses it, approximated with doubles: values beyond a
@@ -189,5 +233,38 @@ fn serve_key(srv: &mut Server, current: &mut Client, db: usize, key: &[u8]) {
         if blocked_again {
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_timeout;
+
+    /// Expected values observed on redis-server 7.0.15.
+    #[test]
+    fn timeouts_parse_as_redis() {
+        let neg = Err(crate::error::Error::msg("timeout is negative"));
+        let nf = Err(crate::error::Error::msg(
+            "timeout is not a float or out of range",
+        ));
+        assert_eq!(parse_timeout(b"0"), Ok(0));
+        assert_eq!(parse_timeout(b"1.5"), Ok(1500));
+        assert_eq!(parse_timeout(b"0.0001"), Ok(1));
+        assert_eq!(parse_timeout(b"-0.0009"), Ok(0));
+        assert_eq!(
+            parse_timeout(b"9223372036854775"),
+            Ok(9_223_372_036_854_775_000)
+        );
+        assert_eq!(parse_timeout(b"9223372036854775.9"), neg);
+        assert_eq!(parse_timeout(b"-1"), neg);
+        assert_eq!(parse_timeout(b"1e400"), neg);
+        assert_eq!(parse_timeout(b"inf"), neg);
+        assert_eq!(parse_timeout(b"1e-400"), Ok(1));
+        assert_eq!(parse_timeout(b"0x10"), Ok(16000));
+        assert_eq!(parse_timeout(b"1e5000"), nf);
+        assert_eq!(parse_timeout(b"nan"), nf);
+        assert_eq!(parse_timeout(b" 1"), nf);
+        assert_eq!(parse_timeout(b""), nf);
+        assert_eq!(parse_timeout(b"."), nf);
     }
 }
