@@ -199,6 +199,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[allow(clippy::excessive_precision)]
     fn percent_17g() {
         assert_eq!(fmt_double(1.1), "1.1000000000000001");
         assert_eq!(fmt_double(1.5), "1.5");
@@ -260,7 +261,7 @@ mod tests {
     #[test]
     fn digits17_matches_exact_conversion() {
         let mut x: u64 = 0x1234_5678_9ABC_DEF1;
-        let mut check = |d: f64| {
+        let check = |d: f64| {
             if let Some((q, e10)) = digits17(d) {
                 let slow = format!("{:.16e}", d.abs());
                 let (m, e) = slow.split_once('e').unwrap();
