@@ -41,7 +41,7 @@ end
 local libs = {'string', 'table', 'math', 'coroutine', 'cjson', 'bit', 'struct', 'cmsgpack', 'redis'}
 local builtins = {
   'assert', 'collectgarbage', 'error', 'gcinfo', 'getmetatable', 'ipairs',
-  'load', 'pcall', 'rawequal', 'select', 'tonumber', 'tostring', 'type',
+  'load', 'rawequal', 'select', 'tonumber', 'tostring', 'type',
   'unpack', 'xpcall', '_VERSION',
 }
 
@@ -58,10 +58,14 @@ G.next = h.next
 G.pairs = h.pairs
 G.setmetatable = h.setmetatable
 G.loadstring = h.loadstring
+G.pcall = h.pcall
 G.__redis__err__handler = errh
 
--- Strings index the protected string library, as `("x"):upper()` needs.
-getmetatable('').__index = G.string
+-- Strings index the protected string library, as `("x"):upper()` needs;
+-- scripts see a read-only view of the string metatable.
+local smt = getmetatable('')
+smt.__index = G.string
+smt.__metatable = protect(smt)
 
 -- Undefined globals are an error; the globals seen by scripts are a view of G.
 setmetatable(G, {__index = h.nonexistent})

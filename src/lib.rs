@@ -32,7 +32,8 @@ pub use config::Config;
 
 /// The version Oxidis reports as `redis_version`: the Redis it matches.
 pub const REDIS_VERSION: &str = "7.0.15";
-pub const REDIS_VERSION_NUM: i64 = 0x00070015;
+/// `(major << 16) | (minor << 8) | patch`, as Redis's `REDIS_VERSION_NUM`.
+pub const REDIS_VERSION_NUM: i64 = 0x0007_000f;
 
 /// A server running on its own thread.
 pub struct Handle {
@@ -99,6 +100,9 @@ fn run_on_thread(config: Config, ephemeral: bool, signals: bool) -> std::io::Res
     let stop2 = stop.clone();
     let thread = std::thread::Builder::new()
         .name("oxidis".into())
+        // Deep enough for Lua replies nested as far as Lua's own stack allows
+        // (script::convert recurses once per level); only touched pages count.
+        .stack_size(256 << 20)
         .spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -164,7 +168,8 @@ pub fn run_main(config: Config) -> std::io::Result<()> {
     }
     for (name, value) in config.inert_settings() {
         log::warning(&format!(
-            "Oxidis accepts '{name} {value}' but does not act on it yet"
+            "Oxidis accepts '{name} {}' but does not act on it yet",
+            config::quote(&value)
         ));
     }
     if let Some(pid) = &config.pidfile {

@@ -31,7 +31,7 @@ fn sparse_max(ctx: &Ctx) -> usize {
 /// Checks a value is an HLL (Redis's `isHLLObjectOrReply`).
 fn check(v: &Value) -> Result<(), Error> {
     match v {
-        Value::Str(Str::Emb(b) | Str::Raw(b)) if hll::is_valid(b) => Ok(()),
+        Value::Str(s) if s.as_slice().is_some_and(hll::is_valid) => Ok(()),
         Value::Str(_) => Err(not_hll()),
         _ => Err(Error::WrongType),
     }

@@ -50,6 +50,10 @@ pub unsafe fn remove_hook(l: State) {
 }
 
 unsafe extern "C-unwind" fn hook(l: State, _ar: *mut ffi::lua_Debug) {
+    if super::function::load_timed_out() {
+        super::redis_lib::push_error(l, b"FUNCTION LOAD timeout");
+        lua::raise(l);
+    }
     let Some(run) = run_ctx() else {
         return;
     };
@@ -57,7 +61,10 @@ unsafe extern "C-unwind" fn hook(l: State, _ar: *mut ffi::lua_Debug) {
     let now = Instant::now();
     if !(*run).busy {
         let ms = now.duration_since((*run).start).as_millis() as u64;
-        if ms < (*run).threshold_ms {
+        let threshold = *(*run).threshold_ms.get_or_insert_with(|| {
+            (*(*run).srv).config.get_i64("busy-reply-threshold").max(0) as u64
+        });
+        if ms < threshold {
             return;
         }
         (*run).busy = true;
@@ -256,8 +263,8 @@ fn run_one(srv: &mut Server, c: &mut Client, args: &Args, is_function: bool) {
                 cmd.spec.name,
                 "exec" | "discard" | "multi" | "watch" | "quit" | "reset"
             );
-            if c.multi.is_some() && !control {
-                c.multi.as_mut().unwrap().queue.push(Queued {
+            if let (Some(m), false) = (c.multi.as_mut(), control) {
+                m.queue.push(Queued {
                     spec: cmd.spec,
                     id: cmd.id,
                     argv: args.to_owned(),

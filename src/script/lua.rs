@@ -97,7 +97,9 @@ pub unsafe fn raise_plain(l: State, msg: &str) -> c_int {
 /// out-of-range and NaN give `i64::MIN`.
 #[inline]
 pub fn num_to_i64(n: f64) -> i64 {
-    if n.is_nan() || n >= 9.223_372_036_854_775_808e18 || n < -9.223_372_036_854_775_808e18 {
+    // 2^63: the first double past i64's range on either side.
+    const LIMIT: f64 = 9_223_372_036_854_775_808.0;
+    if n.is_nan() || !(-LIMIT..LIMIT).contains(&n) {
         i64::MIN
     } else {
         n as i64

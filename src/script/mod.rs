@@ -7,18 +7,26 @@
 //! until Lua returns, so exactly one mutable path to the server is live at a
 //! time.
 
+// Every `unsafe fn` in this engine has the same contract, stated once in
+// `lua.rs`: called on the data thread with a live `lua_State` of this
+// engine, raising Lua errors only with nothing left to drop.
+#![allow(clippy::missing_safety_doc)]
+
 pub mod bit;
 pub mod busy;
 pub mod cjson;
 pub mod convert;
+pub mod function;
 pub mod lua;
 pub mod msgpack;
+pub mod payload;
 pub mod redis_lib;
 pub mod structlib;
 pub mod vm;
 
 use std::cell::Cell;
 use std::collections::HashMap;
+use std::rc::Rc;
 use std::time::Instant;
 
 use crate::error::Error;
@@ -31,6 +39,44 @@ use vm::Vm;
 pub struct Script {
     pub body: Box<[u8]>,
     func_ref: i32,
+    /// The SHA as text, shared with each run (error messages name it).
+    name: Rc<str>,
+    /// Flags from a `#!lua flags=...` shebang; None for a script without
+    /// one (Redis's EVAL compatibility mode).
+    flags: Option<u32>,
+}
+
+/// Parses an EVAL script's shebang as Redis 7's `evalExtractShebangFlags`:
+/// the flags (None without a shebang) and the bytes to skip (the shebang
+/// line, keeping its line feed so line numbers stay the user's).
+fn shebang_flags(body: &[u8]) -> Result<(Option<u32>, usize), String> {
+    if !body.starts_with(b"#!") {
+        return Ok((None, 0));
+    }
+    let Some(nl) = body.iter().position(|&c| c == b'\n') else {
+        return Err("Invalid script shebang".into());
+    };
+    let line = String::from_utf8_lossy(&body[..nl]);
+    let parts: Vec<&str> = line.split_ascii_whitespace().collect();
+    let Some(engine) = parts.first() else {
+        return Err("Invalid engine in script shebang".into());
+    };
+    if *engine != "#!lua" {
+        return Err(format!("Unexpected engine in script shebang: {engine}"));
+    }
+    let mut flags = 0;
+    for p in &parts[1..] {
+        let Some(list) = p.strip_prefix("flags=") else {
+            return Err(format!("Unknown lua shebang option: {p}"));
+        };
+        for f in list.split(',').filter(|f| !f.is_empty()) {
+            let Some(i) = function::FLAG_NAMES.iter().position(|n| *n == f) else {
+                return Err(format!("Unexpected flag in script shebang: {f}"));
+            };
+            flags |= 1 << i;
+        }
+    }
+    Ok((Some(flags), nl))
 }
 
 /// Scripting state kept in the server (`srv.ext.script`).
@@ -38,13 +84,15 @@ pub struct Script {
 pub struct Scripting {
     vm: Option<Vm>,
     /// Lowercase hex SHA1 of the body → script.
-    pub scripts: HashMap<[u8; 40], Script>,
+    pub scripts: HashMap<[u8; 40], Script, foldhash::fast::RandomState>,
     /// The pseudo-client scripts run their commands as; taken out while a script runs.
     client: Option<Box<Client>>,
     /// Calls since the last full GC step.
     calls: u32,
     /// Listening sockets (fd, unix socket path) the busy-script poller accepts on.
     pub listeners: Vec<(std::os::fd::RawFd, Option<String>)>,
+    /// FUNCTION libraries (their own VM).
+    pub functions: function::Functions,
     /// The server cell, for spawning tasks of connections accepted while busy.
     pub server: Option<std::rc::Weak<std::cell::RefCell<Server>>>,
 }
@@ -81,16 +129,19 @@ pub struct RunCtx {
     /// `redis.setresp` protocol for replies seen by the script.
     pub resp: u8,
     /// The name errors report (`script: <sha>`).
-    pub name: String,
+    pub name: Rc<str>,
     pub start: Instant,
     /// Set by SCRIPT KILL / FUNCTION KILL; the hook raises the error.
     pub killed: bool,
     /// The busy threshold passed: other clients get BUSY.
     pub busy: bool,
-    pub threshold_ms: u64,
+    /// `busy-reply-threshold`, read by the hook on its first call.
+    pub threshold_ms: Option<u64>,
     pub last_poll: Instant,
     /// True when the script runs a FUNCTION (FCALL): FUNCTION KILL, not SCRIPT KILL.
     pub is_function: bool,
+    /// The FCALL command line, for FUNCTION STATS.
+    pub command: Vec<Vec<u8>>,
 }
 
 thread_local! {
@@ -130,15 +181,18 @@ pub fn load(s: &mut Scripting, body: &[u8]) -> Result<[u8; 40], Error> {
     if s.scripts.contains_key(&sha) {
         return Ok(sha);
     }
+    let (flags, skip) = shebang_flags(body).map_err(|e| Error::Msg(e.into()))?;
     let func_ref = s
         .vm()
-        .compile(body, "@user_script")
+        .compile(&body[skip..], "@user_script")
         .map_err(|e| Error::Msg(format!("Error compiling script (new function): {e}").into()))?;
     s.scripts.insert(
         sha,
         Script {
             body: body.into(),
             func_ref,
+            name: String::from_utf8_lossy(&sha).into(),
+            flags,
         },
     );
     Ok(sha)
@@ -147,17 +201,19 @@ pub fn load(s: &mut Scripting, body: &[u8]) -> Result<[u8; 40], Error> {
 /// Which script to run and how.
 pub struct Call<'a> {
     pub func_ref: i32,
-    pub name: String,
+    pub name: Rc<str>,
     pub keys: Vec<&'a [u8]>,
     pub args: Vec<&'a [u8]>,
     pub read_only: bool,
     pub is_function: bool,
+    /// The FCALL command line (FUNCTION STATS shows it); empty for EVAL.
+    pub command: Vec<Vec<u8>>,
 }
 
 /// Runs a compiled script for `caller`, writing its reply (or error) into
 /// the caller's reply buffer.
+/// The script sees the time of the command that runs it (dispatch froze it).
 pub fn run(srv: &mut Server, caller: &mut Client, call: Call<'_>) {
-    crate::clock::begin_command();
     let mut sc = srv.ext.script.client.take().unwrap_or_else(|| {
         Box::new(Client::new(
             0,
@@ -170,8 +226,11 @@ pub fn run(srv: &mut Server, caller: &mut Client, call: Call<'_>) {
     sc.db = caller.db;
     sc.reply.resp = 2;
     sc.reply.buf.clear();
-    let l = srv.ext.script.vm().l;
-    let threshold = srv.config.get_i64("busy-reply-threshold").max(0) as u64;
+    let l = if call.is_function {
+        srv.ext.script.functions.state()
+    } else {
+        srv.ext.script.vm().l
+    };
     let now = Instant::now();
     let mut ctx = RunCtx {
         srv: srv as *mut Server,
@@ -184,32 +243,40 @@ pub fn run(srv: &mut Server, caller: &mut Client, call: Call<'_>) {
         start: now,
         killed: false,
         busy: false,
-        threshold_ms: threshold,
+        threshold_ms: None,
         last_poll: now,
         is_function: call.is_function,
+        command: call.command,
     };
     RUN.with(|c| c.set(&mut ctx as *mut RunCtx));
     // SAFETY: the VM belongs to this server and thread; `RUN` points at
     // `ctx`, which outlives the call; `srv` is not used again until Lua returns.
     unsafe {
-        vm::set_keys_argv(l, &call.keys, &call.args);
+        if !call.is_function {
+            vm::set_keys_argv(l, &call.keys, &call.args);
+        }
         busy::install_hook(l);
         let base = ffi::lua_gettop(l);
         vm::push_error_handler(l);
         ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, call.func_ref as _);
-        let rc = ffi::lua_pcall(l, 0, 1, base + 1);
+        let nargs = if call.is_function {
+            function::push_keys_args(l, &call.keys, &call.args);
+            2
+        } else {
+            0
+        };
+        let rc = ffi::lua_pcall(l, nargs, 1, base + 1);
         busy::remove_hook(l);
         RUN.with(|c| c.set(std::ptr::null_mut()));
         if rc == 0 {
-            ffi::lua_gc(l, ffi::LUA_GCSTEP, 1);
             convert::reply_from_lua(l, &mut caller.reply, ctx.resp);
         } else {
             convert::reply_error(l, &mut caller.reply, &ctx.name, srv);
         }
         ffi::lua_settop(l, base);
-        vm::after_run(l);
     }
     let s = &mut srv.ext.script;
+    // Redis's LUA_GC_CYCLE_PERIOD: a GC step of 50 every 50 calls.
     s.calls += 1;
     if s.calls >= 50 {
         s.calls = 0;
@@ -221,9 +288,11 @@ pub fn run(srv: &mut Server, caller: &mut Client, call: Call<'_>) {
     s.client = Some(sc);
 }
 
-/// Looks up a cached script's compiled function.
-pub fn lookup(s: &Scripting, sha: &[u8; 40]) -> Option<i32> {
-    s.scripts.get(sha).map(|sc| sc.func_ref)
+/// Looks up a cached script: its compiled function, name and shebang flags.
+pub fn lookup(s: &Scripting, sha: &[u8; 40]) -> Option<(i32, Rc<str>, Option<u32>)> {
+    s.scripts
+        .get(sha)
+        .map(|sc| (sc.func_ref, sc.name.clone(), sc.flags))
 }
 
 /// The VM's state pointer, creating the VM if needed (FUNCTION uses the same VM).

@@ -91,9 +91,12 @@ unsafe fn raise_error(l: State, msg: &str) -> c_int {
     lua::raise(l)
 }
 
+/// Argument bytes and the ranges of each argument in them.
+type ArgBuf = (Vec<u8>, Vec<(usize, usize)>);
+
 thread_local! {
     /// Scratch argument buffers for `redis.call`, reused across calls.
-    static SCRATCH: Cell<(Vec<u8>, Vec<(usize, usize)>)> = const { Cell::new((Vec::new(), Vec::new())) };
+    static SCRATCH: Cell<ArgBuf> = const { Cell::new((Vec::new(), Vec::new())) };
 }
 
 /// Reads the Lua arguments into `buf`/`ranges` as Redis's

@@ -222,6 +222,9 @@ unsafe fn pack_inner(l: State, out: &mut Vec<u8>) -> Result<(), SErr> {
 }
 
 unsafe extern "C-unwind" fn pack(l: State) -> c_int {
+    // The C library pushes a nil here (its buffer marker), so a missing
+    // argument reads as nil rather than "no value".
+    ffi::lua_pushnil(l);
     let mut out = Vec::new();
     match pack_inner(l, &mut out) {
         Ok(()) => {
@@ -285,7 +288,7 @@ unsafe fn unpack_inner(l: State, res: &mut Vec<Out>) -> Result<usize, SErr> {
                 }
                 let n = if opt.is_ascii_lowercase() && size > 0 {
                     let bits = (size * 8).min(64);
-                    let mask = if size * 8 - 1 >= 64 {
+                    let mask = if size * 8 > 64 {
                         0
                     } else {
                         u64::MAX << (size * 8 - 1)

@@ -14,8 +14,12 @@ const SANDBOX: &str = include_str!("../../lua/sandbox.lua");
 
 /// Registry keys.
 const REG_RO: &str = "__oxidis_readonly";
-const REG_ERRH: &str = "__oxidis_errh";
-const REG_REAL_G: &str = "__oxidis_real_g";
+/// Registry slots read on every call, under negative integer keys (which
+/// `luaL_ref` never hands out), so no key string is hashed per call.
+const SLOT_REAL_G: i32 = -1;
+const SLOT_ERRH: i32 = -2;
+const SLOT_KEYS: i32 = -3;
+const SLOT_ARGV: i32 = -4;
 
 struct AllocState {
     used: usize,
@@ -76,6 +80,12 @@ impl Drop for Vm {
     }
 }
 
+impl Default for Vm {
+    fn default() -> Self {
+        Vm::new()
+    }
+}
+
 impl Vm {
     pub fn new() -> Vm {
         let a = Box::into_raw(Box::new(AllocState {
@@ -92,6 +102,7 @@ impl Vm {
             super::bit::open(l);
             super::structlib::open(l);
             super::msgpack::open(l);
+            guard_table_lib(l);
             // Registry tables the C helpers consult.
             ffi::lua_createtable(l, 0, 16);
             set_registry(l, REG_RO);
@@ -111,6 +122,7 @@ impl Vm {
                     ("pairs", safe_pairs),
                     ("setmetatable", safe_setmetatable),
                     ("loadstring", safe_loadstring),
+                    ("pcall", redis_pcall),
                 ],
             );
             get_registry(l, REG_RO);
@@ -119,8 +131,12 @@ impl Vm {
                 panic!("sandbox.lua: {}", err_string(l));
             }
             // The sandbox returns the error handler and the globals table.
-            set_registry(l, REG_REAL_G);
-            set_registry(l, REG_ERRH);
+            ffi::lua_rawseti_(l, ffi::LUA_REGISTRYINDEX, SLOT_REAL_G as _);
+            ffi::lua_rawseti_(l, ffi::LUA_REGISTRYINDEX, SLOT_ERRH as _);
+            push_str(l, "KEYS");
+            ffi::lua_rawseti_(l, ffi::LUA_REGISTRYINDEX, SLOT_KEYS as _);
+            push_str(l, "ARGV");
+            ffi::lua_rawseti_(l, ffi::LUA_REGISTRYINDEX, SLOT_ARGV as _);
             ffi::lua_settop(l, 0);
             ffi::lua_gc(l, ffi::LUA_GCCOLLECT, 0);
             Vm { l, alloc: a }
@@ -155,7 +171,7 @@ impl Vm {
     pub fn gc_step(&mut self) {
         // SAFETY: no script runs now.
         unsafe {
-            ffi::lua_gc(self.l, ffi::LUA_GCSTEP, 100);
+            ffi::lua_gc(self.l, ffi::LUA_GCSTEP, 50);
         }
     }
 }
@@ -220,49 +236,79 @@ pub unsafe fn load_chunk(l: State, body: &[u8], name: &str) -> c_int {
     )
 }
 
+/// Pushes the table behind the globals scripts see.
+pub unsafe fn push_globals(l: State) {
+    ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, SLOT_REAL_G as _);
+}
+
+/// Replaces the table on top of the stack by a read-only view of it. With
+/// `strict`, reading a missing field raises the undefined-global error too.
+pub unsafe fn make_readonly(l: State, strict: bool) {
+    let t = ffi::lua_gettop(l);
+    if strict {
+        ffi::lua_createtable(l, 0, 1);
+        ffi::lua_pushcclosure(l, nonexistent_global, 0);
+        lua::set_field(l, -2, "__index");
+        ffi::lua_setmetatable(l, t);
+    }
+    ffi::lua_createtable(l, 0, 0);
+    ffi::lua_createtable(l, 0, 3);
+    ffi::lua_pushvalue(l, t);
+    lua::set_field(l, -2, "__index");
+    ffi::lua_pushcclosure(l, readonly_newindex, 0);
+    lua::set_field(l, -2, "__newindex");
+    ffi::lua_pushboolean(l, 0);
+    lua::set_field(l, -2, "__metatable");
+    ffi::lua_setmetatable(l, -2);
+    get_registry(l, REG_RO);
+    ffi::lua_pushvalue(l, -2);
+    ffi::lua_pushvalue(l, t);
+    ffi::lua_rawset(l, -3);
+    ffi::lua_pop(l, 1);
+    ffi::lua_replace(l, t);
+}
+
 /// Pushes the error handler (Redis's `__redis__err__handler`).
 pub unsafe fn push_error_handler(l: State) {
-    get_registry(l, REG_ERRH);
+    ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, SLOT_ERRH as _);
 }
 
 /// Sets the globals KEYS and ARGV for one call.
 pub unsafe fn set_keys_argv(l: State, keys: &[&[u8]], args: &[&[u8]]) {
-    get_registry(l, REG_REAL_G);
-    for (name, list) in [("KEYS", keys), ("ARGV", args)] {
+    push_globals(l);
+    for (slot, list) in [(SLOT_KEYS, keys), (SLOT_ARGV, args)] {
+        ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, slot as _);
         ffi::lua_createtable(l, list.len() as c_int, 0);
         for (i, a) in list.iter().enumerate() {
             push_bytes(l, a);
             ffi::lua_rawseti_(l, -2, (i + 1) as _);
         }
-        lua::set_field(l, -2, name);
+        ffi::lua_rawset(l, -3);
     }
     ffi::lua_pop(l, 1);
 }
 
-/// Undoes what a script may have slipped past the read-only guards with raw
-/// writes into a protected table (e.g. `table.insert(redis, x)`), so nothing
-/// leaks into the next script.
-pub unsafe fn after_run(l: State) {
-    get_registry(l, REG_RO);
-    ffi::lua_pushnil(l);
-    while ffi::lua_next(l, -2) != 0 {
-        ffi::lua_pop(l, 1);
-        // The key is a protected proxy: it must stay empty.
-        ffi::lua_pushnil(l);
-        if ffi::lua_next(l, -2) != 0 {
-            ffi::lua_pop(l, 2);
-            let t = ffi::lua_gettop(l);
-            loop {
-                ffi::lua_pushnil(l);
-                if ffi::lua_next(l, t) == 0 {
-                    break;
-                }
-                ffi::lua_pop(l, 1);
-                ffi::lua_pushnil(l);
-                ffi::lua_rawset(l, t);
-            }
-        }
+/// A C closure guarding a `table.*` function that writes raw: refused on
+/// read-only tables, else the original (upvalue 1) runs.
+unsafe extern "C-unwind" fn guarded_table_fn(l: State) -> c_int {
+    if is_readonly(l, 1) {
+        return lua::raise_plain(l, READONLY_MSG);
     }
+    let n = ffi::lua_gettop(l);
+    ffi::lua_pushvalue(l, ffi::lua_upvalueindex(1));
+    ffi::lua_insert(l, 1);
+    ffi::lua_call(l, n, ffi::LUA_MULTRET);
+    ffi::lua_gettop(l)
+}
+
+/// Wraps `table.insert`, which writes raw (run before the sandbox is built).
+unsafe fn guard_table_lib(l: State) {
+    ffi::lua_getfield(l, ffi::LUA_GLOBALSINDEX, c"table".as_ptr());
+    // remove, sort and setn never write to an empty table, and every
+    // protected table looks empty; insert would.
+    ffi::lua_getfield(l, -1, c"insert".as_ptr());
+    ffi::lua_pushcclosure(l, guarded_table_fn, 1);
+    ffi::lua_setfield(l, -2, c"insert".as_ptr());
     ffi::lua_pop(l, 1);
 }
 
@@ -374,6 +420,29 @@ unsafe extern "C-unwind" fn safe_setmetatable(l: State) -> c_int {
     ffi::lua_settop(l, 2);
     ffi::lua_setmetatable(l, 1);
     1
+}
+
+/// Redis 7's `pcall`: as Lua's, except that an error table (what
+/// `redis.call` raises) comes back as its `err` string.
+unsafe extern "C-unwind" fn redis_pcall(l: State) -> c_int {
+    let argc = ffi::lua_gettop(l);
+    ffi::luaL_checkany(l, 1);
+    ffi::lua_pushboolean(l, 1);
+    ffi::lua_insert(l, 1);
+    if ffi::lua_pcall(l, argc - 1, ffi::LUA_MULTRET, 0) != 0 {
+        ffi::lua_remove(l, 1);
+        if ffi::lua_type(l, -1) == ffi::LUA_TTABLE {
+            ffi::lua_getfield(l, -1, c"err".as_ptr());
+            if ffi::lua_isstring(l, -1) != 0 {
+                ffi::lua_replace(l, -2);
+            } else {
+                ffi::lua_pop(l, 1);
+            }
+        }
+        ffi::lua_pushboolean(l, 0);
+        ffi::lua_insert(l, 1);
+    }
+    ffi::lua_gettop(l)
 }
 
 /// `loadstring(s [, chunkname])`, never loading bytecode.

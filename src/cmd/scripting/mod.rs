@@ -1,9 +1,13 @@
 //! The scripting command family: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and
-//! SCRIPT. The engine itself lives in `crate::script`.
+//! SCRIPT here; FCALL and FUNCTION in `function`. The engine itself lives in
+//! `crate::script`.
+
+pub mod function;
 
 use crate::command::flags::*;
 use crate::command::{Args, CommandSpec};
 use crate::error::{CmdResult, Error};
+use crate::script::function::NO_WRITES;
 use crate::script::{self, Call};
 use crate::server::Ctx;
 
@@ -23,6 +27,17 @@ pub static SPECS: &[CommandSpec] = &[
     )
     .with_keys_fn(numkeys_keys),
     CommandSpec::container("script", -2, SCRIPT_SUBS),
+    CommandSpec::new("fcall", -3, EVAL_FLAGS, (0, 0, 0), function::fcall)
+        .with_keys_fn(numkeys_keys),
+    CommandSpec::new(
+        "fcall_ro",
+        -3,
+        READONLY | EVAL_FLAGS,
+        (0, 0, 0),
+        function::fcall_ro,
+    )
+    .with_keys_fn(numkeys_keys),
+    CommandSpec::container("function", -2, function::SUBS),
 ];
 
 static SCRIPT_SUBS: &[CommandSpec] = &[
@@ -60,8 +75,11 @@ trait Pipe: Sized {
 }
 impl<T> Pipe for T {}
 
+/// A script's keys and its other arguments.
+pub type KeysArgs<'a> = (Vec<&'a [u8]>, Vec<&'a [u8]>);
+
 /// Splits `numkeys key... arg...` (cursor at numkeys) with Redis's errors.
-pub fn parse_keys_args<'a>(args: &Args<'a>) -> Result<(Vec<&'a [u8]>, Vec<&'a [u8]>), Error> {
+pub fn parse_keys_args<'a>(args: &Args<'a>) -> Result<KeysArgs<'a>, Error> {
     let n = crate::types::number::parse_i64(args.at(2)).ok_or(Error::NotInteger)?;
     let rest = args.len() - 3;
     if n > rest as i64 {
@@ -79,7 +97,7 @@ pub fn parse_keys_args<'a>(args: &Args<'a>) -> Result<(Vec<&'a [u8]>, Vec<&'a [u
 fn eval_generic(ctx: &mut Ctx, args: &Args, by_sha: bool, read_only: bool) -> CmdResult {
     let (keys, argv) = parse_keys_args(args)?;
     let s = &mut ctx.srv.ext.script;
-    let (sha, func_ref) = if by_sha {
+    let (func_ref, name, flags) = if by_sha {
         let given = args.at(1);
         let mut sha = [0u8; 40];
         let found = if given.len() == 40 {
@@ -90,25 +108,30 @@ fn eval_generic(ctx: &mut Ctx, args: &Args, by_sha: bool, read_only: bool) -> Cm
         } else {
             None
         };
-        match found {
-            Some(r) => (sha, r),
-            None => {
-                return Err(Error::coded(
-                    "NOSCRIPT No matching script. Please use EVAL.",
-                ))
-            }
-        }
+        found.ok_or_else(|| Error::coded("NOSCRIPT No matching script. Please use EVAL."))?
     } else {
         let sha = script::load(s, args.at(1))?;
-        (sha, script::lookup(s, &sha).unwrap_or_default())
+        script::lookup(s, &sha).ok_or(Error::Syntax)?
+    };
+    // A script with a shebang declares whether it writes; one without runs
+    // in compatibility mode, checked command by command.
+    let read_only = match flags {
+        Some(f) if f & NO_WRITES == 0 && read_only => {
+            return Err(Error::msg(
+                "Can not execute a script with write flag using *_ro command.",
+            ))
+        }
+        Some(f) => read_only || f & NO_WRITES != 0,
+        None => read_only,
     };
     let call = Call {
         func_ref,
-        name: String::from_utf8_lossy(&sha).into_owned(),
+        name,
         keys,
         args: argv,
         read_only,
         is_function: false,
+        command: Vec::new(),
     };
     script::run(ctx.srv, ctx.client, call);
     Ok(())
