@@ -30,7 +30,14 @@ pub fn fmt_g(d: f64, prec: usize) -> String {
     let prec = prec.max(1);
     // Scientific form with `prec` significant digits tells us the exponent
     // after rounding, which decides between fixed and exponential notation.
-    let sci = format!("{:.*e}", prec - 1, d);
+    let sci = match (prec == 17).then(|| digits17(d)).flatten() {
+        Some((q, e10)) => {
+            let digits = itoa::Buffer::new().format(q).to_string();
+            let sign = if d < 0.0 { "-" } else { "" };
+            format!("{sign}{}.{}e{e10}", &digits[..1], &digits[1..])
+        }
+        None => format!("{:.*e}", prec - 1, d),
+    };
     let (mant, exp) = sci.split_once('e').unwrap();
     let exp: i32 = exp.parse().unwrap();
     if exp < -4 || exp >= prec as i32 {
@@ -63,6 +70,55 @@ pub fn fmt_g(d: f64, prec: usize) -> String {
         }
         strip_zeros(&out).to_string()
     }
+}
+
+/// The 17 significant digits of `|d|` correctly rounded (half to even, as
+/// glibc's printf rounds the exact binary value) and the decimal exponent of
+/// the first digit, by exact 128-bit integer arithmetic. Only for
+/// 1e-5 <= |d| < 1e17, where the arithmetic fits; None elsewhere.
+fn digits17(d: f64) -> Option<(u64, i32)> {
+    const P17: u128 = 100_000_000_000_000_000;
+    const P16: u128 = 10_000_000_000_000_000;
+    let a = d.abs();
+    if !(1e-5..1e17).contains(&a) {
+        return None;
+    }
+    let bits = a.to_bits();
+    let m = (bits & ((1u64 << 52) - 1) | 1u64 << 52) as u128;
+    let e = ((bits >> 52) & 0x7ff) as i32 - 1075;
+    let mut e10 = a.log10().floor() as i32;
+    for _ in 0..3 {
+        let k = 16 - e10;
+        if !(0..=22).contains(&k) {
+            return None;
+        }
+        let num = m * 10u128.pow(k as u32);
+        let (mut q, r, half) = if e >= 0 {
+            (num << e, 0, 1)
+        } else {
+            let s = (-e) as u32;
+            if s >= 127 {
+                return None;
+            }
+            (num >> s, num & ((1u128 << s) - 1), 1u128 << (s - 1))
+        };
+        if q >= P17 {
+            e10 += 1;
+            continue;
+        }
+        if q < P16 {
+            e10 -= 1;
+            continue;
+        }
+        if r > half || (r == half && e < 0 && q & 1 == 1) {
+            q += 1;
+        }
+        if q == P17 {
+            return Some(((P16) as u64, e10 + 1));
+        }
+        return Some((q as u64, e10));
+    }
+    None
 }
 
 fn strip_zeros(s: &str) -> &str {
@@ -143,6 +199,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[allow(clippy::excessive_precision)]
     fn percent_17g() {
         assert_eq!(fmt_double(1.1), "1.1000000000000001");
         assert_eq!(fmt_double(1.5), "1.5");
@@ -167,6 +224,10 @@ mod tests {
         assert_eq!(fmt_double(1e16 + 2.0), "10000000000000002");
         assert_eq!(fmt_double(2.5e-5), "2.5000000000000001e-05");
         assert_eq!(fmt_g(0.5, 17), "0.5");
+        // Exact ties round half to even, as glibc's printf does.
+        assert_eq!(fmt_double(1000000000000000.25), "1000000000000000.2");
+        assert_eq!(fmt_double(1000000000000000.75), "1000000000000000.8");
+        assert_eq!(fmt_double(1500000000000000.75), "1500000000000000.8");
         assert_eq!(fmt_g(1234.5, 3), "1.23e+03");
     }
 
@@ -192,6 +253,47 @@ mod tests {
                 let direct = strip_zeros(&format!("{:.*}", decimals, d)).to_string();
                 assert_eq!(fmt_g(d, 17), direct, "{d:e}");
             }
+        }
+    }
+
+    /// The integer fast path for 17 digits agrees with Rust's exact
+    /// conversion over many doubles, ties and powers of ten included.
+    #[test]
+    fn digits17_matches_exact_conversion() {
+        let mut x: u64 = 0x1234_5678_9ABC_DEF1;
+        let check = |d: f64| {
+            if let Some((q, e10)) = digits17(d) {
+                let slow = format!("{:.16e}", d.abs());
+                let (m, e) = slow.split_once('e').unwrap();
+                let digits: String = m.chars().filter(|c| *c != '.').collect();
+                assert_eq!((q.to_string(), e10), (digits, e.parse().unwrap()), "{d:e}");
+            }
+        };
+        for i in -6..18 {
+            check(10f64.powi(i));
+            check(0.5 * 10f64.powi(i));
+        }
+        for v in [
+            0.1,
+            1.1,
+            0.3,
+            2.5e-5,
+            1e-5,
+            99999999999999999.0,
+            0.30000000000000004,
+        ] {
+            check(v);
+        }
+        for _ in 0..50_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let mant = (x >> 11) as f64 / (1u64 << 53) as f64 + 0.1;
+            let e = (x % 24) as i32 - 6;
+            check(mant * 10f64.powi(e));
+            // Short decimal values (typical scores) and halves.
+            check((x % 1_000_000) as f64 / 1000.0);
+            check((x % 1_000_000) as f64 + 0.5);
         }
     }
 
