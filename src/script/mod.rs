@@ -27,7 +27,6 @@ pub mod vm;
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::rc::Rc;
-use std::time::Instant;
 
 use crate::error::Error;
 use crate::server::client::{Client, ConnKind};
@@ -130,14 +129,17 @@ pub struct RunCtx {
     pub resp: u8,
     /// The name errors report (`script: <sha>`).
     pub name: Rc<str>,
-    pub start: Instant,
+    /// When the script started, in unix microseconds (the command's frozen
+    /// time, so starting a script reads no clock).
+    pub start_us: i64,
     /// Set by SCRIPT KILL / FUNCTION KILL; the hook raises the error.
     pub killed: bool,
     /// The busy threshold passed: other clients get BUSY.
     pub busy: bool,
     /// `busy-reply-threshold`, read by the hook on its first call.
     pub threshold_ms: Option<u64>,
-    pub last_poll: Instant,
+    /// When the busy poller last ran, in unix microseconds.
+    pub last_poll_us: i64,
     /// True when the script runs a FUNCTION (FCALL): FUNCTION KILL, not SCRIPT KILL.
     pub is_function: bool,
     /// The FCALL command line, for FUNCTION STATS.
@@ -231,7 +233,7 @@ pub fn run(srv: &mut Server, caller: &mut Client, call: Call<'_>) {
     } else {
         srv.ext.script.vm().l
     };
-    let now = Instant::now();
+    let now = crate::clock::now_us();
     let mut ctx = RunCtx {
         srv: srv as *mut Server,
         client: &mut *sc as *mut Client,
@@ -240,11 +242,11 @@ pub fn run(srv: &mut Server, caller: &mut Client, call: Call<'_>) {
         wrote: false,
         resp: 2,
         name: call.name,
-        start: now,
+        start_us: now,
         killed: false,
         busy: false,
         threshold_ms: None,
-        last_poll: now,
+        last_poll_us: now,
         is_function: call.is_function,
         command: call.command,
     };

@@ -224,7 +224,7 @@ fn stats(ctx: &mut Ctx, _args: &mut Args) -> CmdResult {
             r.is_function,
             r.name.clone(),
             r.command.clone(),
-            r.start.elapsed().as_millis() as i64,
+            (crate::clock::real_now_us() - r.start_us) / 1000,
         )
     });
     if let Some((false, ..)) = running {
