@@ -107,10 +107,41 @@ impl Scripting {
         self.vm = None;
     }
 
-    /// Bytes the VM uses (INFO used_memory_lua).
+    /// Bytes the EVAL VM uses (INFO used_memory_lua).
     pub fn memory(&self) -> usize {
         self.vm.as_ref().map_or(0, |v| v.used_memory())
     }
+
+    /// The figures INFO reports in its scripting memory lines.
+    pub fn info(&self) -> ScriptInfo {
+        ScriptInfo {
+            vm_eval: self.memory(),
+            vm_functions: self.functions.memory(),
+            cached_scripts: self.scripts.len(),
+            scripts_eval: self.scripts.values().map(|s| s.body.len() + 40).sum(),
+            functions: self.functions.functions_count(),
+            libraries: self.functions.libs.len(),
+            functions_mem: self.functions.libs.iter().map(|l| l.code.len()).sum(),
+        }
+    }
+}
+
+/// Scripting figures for INFO (`used_memory_lua`, `number_of_cached_scripts`, ...).
+pub struct ScriptInfo {
+    /// Bytes of the EVAL Lua VM (`used_memory_lua`, `used_memory_vm_eval`).
+    pub vm_eval: usize,
+    /// Bytes of the FUNCTION Lua VM (`used_memory_vm_functions`).
+    pub vm_functions: usize,
+    /// `number_of_cached_scripts`
+    pub cached_scripts: usize,
+    /// Bytes of cached script bodies (`used_memory_scripts_eval`).
+    pub scripts_eval: usize,
+    /// `number_of_functions`
+    pub functions: usize,
+    /// `number_of_libraries`
+    pub libraries: usize,
+    /// Bytes of library code (`used_memory_functions`).
+    pub functions_mem: usize,
 }
 
 /// What a running script needs from its caller; reached from Lua's C
