@@ -24,7 +24,13 @@ pub fn real_now_us() -> i64 {
 
 /// Takes the snapshot the next command (or script) will see.
 pub fn begin_command() {
-    SNAPSHOT_US.with(|c| c.set(real_now_us()));
+    set_snapshot(real_now_us());
+}
+
+/// Makes `us` (a [`real_now_us`] reading the caller already took) the time
+/// the running command sees, saving a second clock read.
+pub fn set_snapshot(us: i64) {
+    SNAPSHOT_US.with(|c| c.set(us));
 }
 
 /// The current command's time in milliseconds.

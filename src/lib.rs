@@ -168,7 +168,8 @@ pub fn run_main(config: Config) -> std::io::Result<()> {
     }
     for (name, value) in config.inert_settings() {
         log::warning(&format!(
-            "Oxidis accepts '{name} {value}' but does not act on it yet"
+            "Oxidis accepts '{name} {}' but does not act on it yet",
+            config::quote(&value)
         ));
     }
     if let Some(pid) = &config.pidfile {

@@ -205,3 +205,29 @@ fn resp3_pushes_interleave_with_replies() {
     );
     assert_eq!(a.read_raw(), b":1\r\n");
 }
+
+/// Over the soft limit (no hard limit) for longer than its seconds: the
+/// subscriber is cut off too, and only then.
+#[test]
+fn slow_subscriber_is_disconnected_after_the_soft_limit_period() {
+    let h = common::start_with(&["--client-output-buffer-limit", "pubsub 0 64kb 1"]);
+    let mut slow = common::Raw::connect(&h);
+    slow.cmd(&[b"SUBSCRIBE", b"firehose"]);
+    slow.read();
+    let mut p = common::Raw::connect(&h);
+    let payload = vec![b'x'; 32 * 1024];
+    let mut sent = 0;
+    let mut gone = false;
+    // Bounded: about 10 s of publishing at most; the limit needs 1-2 s.
+    for _ in 0..5000 {
+        p.cmd(&[b"PUBLISH", b"firehose", &payload]);
+        if p.read() == Value::Int(0) {
+            gone = true;
+            break;
+        }
+        sent += 1;
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert!(gone, "still subscribed after {sent} messages");
+    assert!(slow.closed_within(Duration::from_secs(10)));
+}

@@ -137,6 +137,9 @@ fn client_list_fields_and_filters() {
     );
     assert!(lines[0].starts_with(&format!("id={id_a} addr=127.0.0.1:")));
     assert!(lines[0].contains(" cmd=client|list "), "{}", lines[0]);
+    // redis-server 7.0.15 shows argv-mem=10 for its own `CLIENT LIST` ("client" + "list").
+    assert!(lines[0].contains(" argv-mem=10 "), "{}", lines[0]);
+    assert!(lines[1].contains(" argv-mem=0 "), "{}", lines[1]);
     assert!(lines[1].contains(" name=bee "));
     let only_b = bulk(&cmd(&mut a, &["CLIENT", "LIST", "ID", &id_b.to_string()]));
     assert_eq!(only_b.lines().count(), 1);
@@ -212,6 +215,11 @@ fn client_pause_holds_commands_until_unpause() {
     // Reads go on during a WRITE pause; the write waits.
     assert_eq!(bulk(&cmd(&mut reader, &["GET", "k"])), "before");
     assert_eq!(writer.try_read_raw(Duration::from_millis(200)), None);
+    // Errors that come before the pause check in Redis are answered at once.
+    assert_eq!(
+        cmd(&mut reader, &["SET", "k"]),
+        Value::Error(b"ERR wrong number of arguments for 'set' command".to_vec())
+    );
     assert_eq!(bulk(&cmd(&mut reader, &["GET", "k"])), "before");
     assert_eq!(
         cmd(&mut ctl, &["CLIENT", "UNPAUSE"]),
@@ -395,7 +403,30 @@ fn info_sections_and_stats() {
     );
     let every = bulk(&cmd(&mut r, &["INFO", "everything"]));
     assert!(every.contains("# Commandstats") && every.contains("# Keyspace"));
+    let lat = bulk(&cmd(&mut r, &["INFO", "latencystats"]));
+    assert!(lat.starts_with("# Latencystats\r\n"), "{lat}");
+    let set_line = lat
+        .lines()
+        .find(|l| l.starts_with("latency_percentiles_usec_set:"))
+        .unwrap();
+    let fields: Vec<&str> = set_line.split(':').nth(1).unwrap().split(',').collect();
+    assert_eq!(fields.len(), 3);
+    assert!(
+        fields[0].starts_with("p50=")
+            && fields[1].starts_with("p99=")
+            && fields[2].starts_with("p99.9=")
+    );
+    assert!(fields[0][4..].parse::<f64>().is_ok());
+    cmd(
+        &mut r,
+        &["CONFIG", "SET", "latency-tracking-info-percentiles", "90"],
+    );
+    let lat = bulk(&cmd(&mut r, &["INFO", "latencystats"]));
+    assert!(lat.contains("latency_percentiles_usec_set:p90="), "{lat}");
+    assert!(!bulk(&cmd(&mut r, &["INFO"])).contains("# Latencystats"));
+    assert!(bulk(&cmd(&mut r, &["INFO", "all"])).contains("# Latencystats"));
     cmd(&mut r, &["CONFIG", "RESETSTAT"]);
+    assert!(!bulk(&cmd(&mut r, &["INFO", "latencystats"])).contains("usec_set:"));
     let stats = bulk(&cmd(&mut r, &["INFO", "commandstats"]));
     assert!(!stats.contains("cmdstat_set"), "{stats}");
 }
@@ -497,4 +528,108 @@ fn shutdown_stops_the_server() {
     r.cmd(&[b"SHUTDOWN", b"NOSAVE"]);
     assert!(r.closed_within(Duration::from_secs(10)));
     h.wait();
+}
+
+#[test]
+fn config_set_port_and_bind_rebind_the_listener() {
+    let h = start();
+    let mut r = Raw::connect(&h);
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let busy_port = busy.local_addr().unwrap().port().to_string();
+    // redis-server 7.0.15's errors; the old listener keeps serving.
+    assert_eq!(
+        cmd(&mut r, &["CONFIG", "SET", "port", &busy_port]),
+        Value::Error(b"ERR CONFIG SET failed (possibly related to argument 'port') - Unable to listen on this port. Check server logs.".to_vec())
+    );
+    assert_eq!(
+        cmd(&mut r, &["CONFIG", "SET", "bind", "192.0.2.123"]),
+        Value::Error(b"ERR CONFIG SET failed (possibly related to argument 'bind') - Failed to bind to specified addresses.".to_vec())
+    );
+    assert!(std::net::TcpStream::connect(h.addr()).is_ok());
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let new_port = free.local_addr().unwrap().port();
+    drop(free);
+    assert_eq!(
+        cmd(&mut r, &["CONFIG", "SET", "port", &new_port.to_string()]),
+        Value::Simple(b"OK".to_vec())
+    );
+    // New connections go to the new port; this connection stays open.
+    let mut n = Raw {
+        s: std::net::TcpStream::connect(("127.0.0.1", new_port)).unwrap(),
+        buf: Vec::new(),
+    };
+    assert_eq!(cmd(&mut n, &["PING"]), Value::Simple(b"PONG".to_vec()));
+    assert_eq!(cmd(&mut r, &["PING"]), Value::Simple(b"PONG".to_vec()));
+    let mut refused = false;
+    for _ in 0..200 {
+        if std::net::TcpStream::connect(h.addr()).is_err() {
+            refused = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(refused, "the old port stops accepting");
+}
+
+#[test]
+fn latency_monitor_and_histogram() {
+    let h = start_with(&[
+        "--enable-debug-command",
+        "yes",
+        "--latency-monitor-threshold",
+        "1",
+    ]);
+    let mut r = Raw::connect(&h);
+    cmd(&mut r, &["DEBUG", "SLEEP", "0.02"]);
+    let Value::Array(latest) = cmd(&mut r, &["LATENCY", "LATEST"]) else {
+        panic!()
+    };
+    assert_eq!(latest.len(), 1);
+    let Value::Array(e) = &latest[0] else {
+        panic!()
+    };
+    assert_eq!(bulk(&e[0]), "command");
+    let (Value::Int(latest_ms), Value::Int(max_ms)) = (&e[2], &e[3]) else {
+        panic!()
+    };
+    assert!(*latest_ms >= 20 && max_ms >= latest_ms, "{e:?}");
+    let Value::Array(hist) = cmd(&mut r, &["LATENCY", "HISTORY", "command"]) else {
+        panic!()
+    };
+    assert_eq!(hist.len(), 1);
+    assert_eq!(
+        cmd(&mut r, &["LATENCY", "RESET", "command", "nosuch"]),
+        Value::Int(1)
+    );
+    assert_eq!(cmd(&mut r, &["LATENCY", "LATEST"]), Value::Array(vec![]));
+    cmd(&mut r, &["SET", "k", "v"]);
+    cmd(&mut r, &["SET", "k", "w"]);
+    let Value::Array(m) = cmd(&mut r, &["LATENCY", "HISTOGRAM", "SET"]) else {
+        panic!()
+    };
+    assert_eq!(bulk(&m[0]), "set");
+    let Value::Array(fields) = &m[1] else {
+        panic!()
+    };
+    assert_eq!(bulk(&fields[0]), "calls");
+    assert_eq!(fields[1], Value::Int(2));
+    let Value::Array(buckets) = &fields[3] else {
+        panic!()
+    };
+    // Cumulative counts over power-of-two bounds end at every call.
+    assert_eq!(buckets.last(), Some(&Value::Int(2)));
+    let bounds: Vec<i64> = buckets
+        .iter()
+        .step_by(2)
+        .map(|v| match v {
+            Value::Int(n) => *n,
+            _ => 0,
+        })
+        .collect();
+    assert!(
+        bounds
+            .iter()
+            .all(|b| [1, 2, 4, 8, 16, 32, 65, 131, 262, 524, 1048, 2097].contains(b) || *b > 2097),
+        "{bounds:?}"
+    );
 }

@@ -407,7 +407,7 @@ fn big_sorted_set_matches_a_model() {
     for _ in 0..4000 {
         let m = format!("m{}", rng.next() % 1500);
         let s = (rng.next() % 100) as i64;
-        if rng.next() % 5 == 0 {
+        if rng.next().is_multiple_of(5) {
             let _: i64 = q(&mut con, &["ZREM", "big", &m]);
             model.retain(|(_, x)| *x != m);
         } else {
@@ -496,4 +496,51 @@ fn hyperloglog_counts_within_error_and_merges() {
     let m: i64 = q(&mut con, &["PFCOUNT", "hll3"]);
     let u: i64 = q(&mut con, &["PFCOUNT", "hll1", "hll2"]);
     assert_eq!(m, u);
+}
+
+/// ZSCAN's guarantee on a big set: members present for the whole scan are
+/// returned even when others are removed and added between calls.
+#[test]
+fn zscan_survives_removals_and_additions_during_the_scan() {
+    let h = common::start();
+    let mut con = common::conn(&h);
+    for k in 0..20 {
+        let mut c = redis::cmd("ZADD");
+        c.arg("zs");
+        for i in k * 100..k * 100 + 100 {
+            // Runs of 3 equal scores.
+            c.arg(i / 3).arg(format!("m{i}"));
+        }
+        let _: i64 = c.query(&mut con).unwrap();
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut removed = std::collections::HashSet::new();
+    let mut cursor = "0".to_string();
+    let mut round = 0;
+    loop {
+        let (next, items): (String, Vec<String>) =
+            q(&mut con, &["ZSCAN", "zs", &cursor, "COUNT", "40"]);
+        for pair in items.chunks(2) {
+            seen.insert(pair[0].clone());
+        }
+        // Remove some low-ranked members (already returned) and add new ones.
+        let victims: Vec<String> = q(&mut con, &["ZRANGE", "zs", "0", "4"]);
+        for v in &victims {
+            let _: i64 = q(&mut con, &["ZREM", "zs", v]);
+            removed.insert(v.clone());
+        }
+        let _: i64 = q(&mut con, &["ZADD", "zs", "-1", &format!("new{round}")]);
+        round += 1;
+        assert!(round < 1000, "scan does not finish");
+        cursor = next;
+        if cursor == "0" {
+            break;
+        }
+    }
+    for i in 0..2000 {
+        let m = format!("m{i}");
+        if !removed.contains(&m) {
+            assert!(seen.contains(&m), "{m} missed");
+        }
+    }
 }

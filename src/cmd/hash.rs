@@ -85,6 +85,7 @@ fn set_pairs(ctx: &mut Ctx, args: &Args) -> Result<i64, Error> {
         created += h.set(args.at(i), args.at(i + 1), lim) as i64;
         i += 2;
     }
+    h.fit();
     ctx.modified(key, notify::HASH, "hset");
     Ok(created)
 }
@@ -122,6 +123,7 @@ fn hsetnx(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         return Ok(());
     }
     h.set(field, value, lim);
+    h.fit();
     ctx.modified(key, notify::HASH, "hset");
     ctx.out().int(1);
     Ok(())
@@ -291,6 +293,7 @@ fn hincrby(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     };
     let new = cur.checked_add(by).ok_or(Error::Overflow)?;
     h.set(field, itoa::Buffer::new().format(new).as_bytes(), lim);
+    h.fit();
     ctx.modified(key, notify::HASH, "hincrby");
     ctx.out().int(new);
     Ok(())
@@ -315,6 +318,7 @@ fn hincrbyfloat(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let sum = cur.checked_add(by).ok_or_else(longdouble::nan_or_inf)?;
     let text = sum.to_human();
     h.set(field, &text, lim);
+    h.fit();
     ctx.modified(key, notify::HASH, "hincrbyfloat");
     ctx.out().bulk(&text);
     Ok(())

@@ -13,6 +13,7 @@ pub static SPECS: &[CommandSpec] = &[
     CommandSpec::new("pfadd", -2, WRITE | DENYOOM | FAST, (1, 1, 1), pfadd),
     CommandSpec::new("pfcount", -2, READONLY, (1, -1, 1), pfcount),
     CommandSpec::new("pfmerge", -2, WRITE | DENYOOM, (1, -1, 1), pfmerge),
+    CommandSpec::new("pfdebug", 3, WRITE | DENYOOM | ADMIN, (2, 2, 1), pfdebug),
 ];
 
 fn not_hll() -> Error {
@@ -30,7 +31,7 @@ fn sparse_max(ctx: &Ctx) -> usize {
 /// Checks a value is an HLL (Redis's `isHLLObjectOrReply`).
 fn check(v: &Value) -> Result<(), Error> {
     match v {
-        Value::Str(Str::Emb(b) | Str::Raw(b)) if hll::is_valid(b) => Ok(()),
+        Value::Str(s) if s.as_slice().is_some_and(hll::is_valid) => Ok(()),
         Value::Str(_) => Err(not_hll()),
         _ => Err(Error::WrongType),
     }
@@ -146,5 +147,51 @@ fn pfmerge(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     hll::invalidate_cache(b);
     ctx.modified(dst, notify::STRING, "pfadd");
     ctx.out().ok();
+    Ok(())
+}
+
+/// ```text
+/// PFDEBUG GETREG | DECODE | ENCODING | TODENSE key
+/// ```
+/// GETREG: array of the 16384 registers (converting to dense); DECODE: the
+/// sparse opcodes as text; ENCODING: `dense` or `sparse`; TODENSE: 1 when converted.
+fn pfdebug(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    let sub = args.at(1);
+    let key = args.at(2);
+    match ctx.db().get_mut(key) {
+        None => return Err(Error::msg("The specified key does not exist")),
+        Some(v) => check(v)?,
+    }
+    let b = hll_mut(ctx, key);
+    if sub.eq_ignore_ascii_case(b"getreg") || sub.eq_ignore_ascii_case(b"todense") {
+        let converted = !hll::is_dense(b);
+        if converted {
+            hll::to_dense(b).map_err(|_| corrupt())?;
+        }
+        if sub.eq_ignore_ascii_case(b"getreg") {
+            let regs = hll::registers(b);
+            let out = ctx.out();
+            out.array(REGISTERS);
+            for r in regs {
+                out.int(r as i64);
+            }
+        } else {
+            ctx.out().int(converted as i64);
+        }
+        if converted {
+            ctx.srv.ks.dirty += 1;
+        }
+    } else if sub.eq_ignore_ascii_case(b"decode") {
+        let text = hll::decode_sparse(b).ok_or_else(|| Error::msg("HLL encoding is not sparse"))?;
+        ctx.out().bulk(text.as_bytes());
+    } else if sub.eq_ignore_ascii_case(b"encoding") {
+        let e = if hll::is_dense(b) { "dense" } else { "sparse" };
+        ctx.out().simple(e);
+    } else {
+        return Err(Error::msg(format!(
+            "Unknown PFDEBUG subcommand '{}'",
+            String::from_utf8_lossy(sub)
+        )));
+    }
     Ok(())
 }

@@ -54,6 +54,7 @@ static PUBSUB_SUBCOMMANDS: &[CommandSpec] = &[
 /// Writes a (un)subscribe confirmation: `[word, name-or-null, count]` as a
 /// push in RESP3, an array in RESP2.
 fn confirm(c: &mut Client, word: &[u8], name: Option<&[u8]>, count: usize) {
+    let start = c.reply.len();
     let r = &mut c.reply;
     r.push(3);
     r.bulk(word);
@@ -62,6 +63,7 @@ fn confirm(c: &mut Client, word: &[u8], name: Option<&[u8]>, count: usize) {
         None => r.null(),
     }
     r.int(count as i64);
+    c.pushed.push((start, c.reply.len()));
 }
 
 /// The count a confirmation carries: shard subscriptions are counted apart.
@@ -303,9 +305,9 @@ pub fn unsubscribe_all(srv: &mut Server, c: &mut Client) {
         let all: Vec<Vec<u8>> = pubsub::client_set(c, kind).drain().collect();
         let map = srv.pubsub.registry(kind);
         for ch in all {
-            if let Some(ids) = map.get_mut(&ch) {
-                ids.retain(|&x| x != c.id);
-                if ids.is_empty() {
+            if let Some(subs) = map.get_mut(&ch) {
+                subs.retain(|s| s.id != c.id);
+                if subs.is_empty() {
                     map.remove(&ch);
                 }
             }

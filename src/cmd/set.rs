@@ -92,8 +92,6 @@ fn sadd(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     }
     if added > 0 {
         ctx.modified(key, notify::SET, "sadd");
-    } else {
-        delete_if_empty(ctx, key); // only a fresh empty set: never kept
     }
     ctx.out().int(added);
     Ok(())

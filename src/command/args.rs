@@ -111,7 +111,16 @@ impl<'a> Args<'a> {
 
     /// Copies every argument (for queueing in MULTI, blocking, MONITOR).
     pub fn to_owned(&self) -> Argv {
-        Argv::from_slices(self.from(0))
+        // Sized up front: one allocation each for bytes and ranges.
+        let bytes = self.ranges.iter().map(|&(s, e)| e - s).sum();
+        let mut a = Argv {
+            buf: Vec::with_capacity(bytes),
+            ranges: Vec::with_capacity(self.len()),
+        };
+        for it in self.from(0) {
+            a.push(it);
+        }
+        a
     }
 }
 

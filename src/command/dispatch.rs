@@ -1,8 +1,6 @@
 //! Dispatch in Redis's `processCommand` order: lookup, arity, auth, MULTI
 //! queueing, pub/sub context, then `call` and the work that follows a command.
 
-use std::time::Instant;
-
 use super::args::Args;
 use super::spec::flags;
 use super::table::{table, CmdRef};
@@ -16,7 +14,8 @@ pub fn dispatch(srv: &mut Server, client: &mut Client, args: &Args) {
     if args.is_empty() {
         return;
     }
-    crate::clock::begin_command();
+    crate::server::tracking::before_dispatch(srv, client);
+    client.pushed.clear();
     let start_len = client.reply.len();
     // CLIENT REPLY: OFF drops replies until a command turns it back on (the
     // reply of CLIENT REPLY ON itself is sent); SKIP drops the next reply.
@@ -55,7 +54,7 @@ pub fn dispatch(srv: &mut Server, client: &mut Client, args: &Args) {
         ReplyMode::On => false,
     };
     if drop_reply {
-        client.reply.truncate(start_len);
+        crate::server::pubsub::drop_reply_keep_pushes(client, start_len);
     }
     crate::server::tracking::after_dispatch(client, args);
 }
@@ -75,12 +74,16 @@ pub fn must_postpone(srv: &mut Server, client: &Client, args: &Args) -> bool {
     if client.conn_kind == crate::server::client::ConnKind::Script || args.is_empty() {
         return false;
     }
-    if !p.write_only {
-        return true;
-    }
+    // Errors Redis gives before the pause check (unknown command, arity, auth) are not held back.
     let Ok(cmd) = resolve(args) else {
         return false;
     };
+    if !cmd.spec.arity_ok(args.len()) || (!client.authenticated && !cmd.spec.has(flags::NO_AUTH)) {
+        return false;
+    }
+    if !p.write_only {
+        return true;
+    }
     let writes = flags::WRITE | flags::MAY_REPLICATE;
     if cmd.spec.has(writes) {
         return true;
@@ -204,7 +207,13 @@ pub fn call(
     args: &Args,
     in_exec: bool,
 ) -> bool {
-    let started = Instant::now();
+    // One clock read gives both the command's duration start and, for a
+    // top-level command, the time it sees (commands inside EXEC or a script
+    // keep the time frozen at its start). Clock reads show up in profiles.
+    let started = crate::clock::real_now_us();
+    if !in_exec {
+        crate::clock::set_snapshot(started);
+    }
     // CLIENT NO-TOUCH: lookups by this client leave LRU/LFU metadata alone.
     crate::db::set_no_touch(client.no_touch);
     notify::sync_db_mask(srv);
@@ -226,11 +235,10 @@ pub fn call(
         srv.stats.error(e.code());
         srv.stats.cmd(cmd.id).failed += 1;
     }
-    let elapsed_us = started.elapsed().as_micros() as u64;
+    let elapsed_us = (crate::clock::real_now_us() - started).max(0) as u64;
+    crate::cmd::server::latency::record(srv, cmd.id, cmd.spec, elapsed_us * 1000);
     notify::flush_before_reply(srv, client, reply_start);
-    if client.tracking.is_some() && cmd.spec.has(flags::READONLY) {
-        crate::server::tracking::remember_read(srv, client, cmd.spec, args);
-    }
+    crate::server::tracking::after_call(srv, client, cmd.spec, args, ok);
     let st = srv.stats.cmd(cmd.id);
     st.calls += 1;
     st.usec += elapsed_us;

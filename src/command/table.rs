@@ -12,11 +12,14 @@ pub struct CmdRef {
     pub spec: &'static CommandSpec,
 }
 
+/// Maps looked up on every request: foldhash, not std's SipHash (names are ours, not an attack surface).
+type Map<V> = HashMap<&'static [u8], V, foldhash::fast::FixedState>;
+
 /// A command and its subcommands by (lowercase) name.
-type Entry = (CmdRef, HashMap<&'static [u8], CmdRef>);
+type Entry = (CmdRef, Map<CmdRef>);
 
 pub struct Table {
-    by_name: HashMap<&'static [u8], Entry>,
+    by_name: Map<Entry>,
     /// Every command and subcommand, indexed by id.
     pub all: Vec<&'static CommandSpec>,
 }
@@ -29,14 +32,14 @@ fn families() -> Vec<&'static [CommandSpec]> {
 impl Table {
     fn build() -> Table {
         let mut t = Table {
-            by_name: HashMap::new(),
+            by_name: Map::default(),
             all: Vec::new(),
         };
         for fam in families() {
             for spec in fam.iter() {
                 let id = t.all.len();
                 t.all.push(spec);
-                let mut subs = HashMap::new();
+                let mut subs = Map::default();
                 for sub in spec.subcommands {
                     let sid = t.all.len();
                     t.all.push(sub);

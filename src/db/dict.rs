@@ -13,8 +13,63 @@ use std::hash::BuildHasher;
 
 type Link<V> = Option<Box<Entry<V>>>;
 
+/// Keys up to this many bytes live inside the entry, without an allocation
+/// of their own (most keys and members are short).
+const INLINE_KEY: usize = 22;
+
+/// A key: inline when short, else on the heap. 24 bytes either way.
+enum Key {
+    /// Invariant: `len as usize <= INLINE_KEY`.
+    Inline {
+        len: u8,
+        buf: [u8; INLINE_KEY],
+    },
+    Heap(Box<[u8]>),
+}
+
+impl Key {
+    fn new(b: &[u8]) -> Key {
+        if b.len() <= INLINE_KEY {
+            let mut buf = [0u8; INLINE_KEY];
+            buf[..b.len()].copy_from_slice(b);
+            Key::Inline {
+                len: b.len() as u8,
+                buf,
+            }
+        } else {
+            Key::Heap(b.into())
+        }
+    }
+
+    fn from_box(b: Box<[u8]>) -> Key {
+        if b.len() <= INLINE_KEY {
+            Key::new(&b)
+        } else {
+            Key::Heap(b)
+        }
+    }
+
+    fn into_box(self) -> Box<[u8]> {
+        match self {
+            Key::Heap(b) => b,
+            k => (*k).into(),
+        }
+    }
+}
+
+impl std::ops::Deref for Key {
+    type Target = [u8];
+    #[inline]
+    fn deref(&self) -> &[u8] {
+        match self {
+            Key::Inline { len, buf } => &buf[..*len as usize],
+            Key::Heap(b) => b,
+        }
+    }
+}
+
 struct Entry<V> {
-    key: Box<[u8]>,
+    key: Key,
     val: V,
     next: Link<V>,
 }
@@ -105,7 +160,7 @@ impl<V> Dict<V> {
         let mut cur = self.buckets[self.index(key)].as_deref();
         while let Some(e) = cur {
             if &*e.key == key {
-                return Some((&e.key, &e.val));
+                return Some((&*e.key, &e.val));
             }
             cur = e.next.as_deref();
         }
@@ -121,12 +176,21 @@ impl<V> Dict<V> {
         if let Some(slot) = self.get_mut(key) {
             return Some(std::mem::replace(slot, val));
         }
-        self.insert_new(key.into(), val);
+        self.insert_key(Key::new(key), val);
         None
     }
 
     /// Inserts a key known to be absent.
     pub fn insert_new(&mut self, key: Box<[u8]>, val: V) -> &mut V {
+        self.insert_key(Key::from_box(key), val)
+    }
+
+    /// Inserts a key known to be absent, copying it from a slice.
+    pub fn insert_new_slice(&mut self, key: &[u8], val: V) -> &mut V {
+        self.insert_key(Key::new(key), val)
+    }
+
+    fn insert_key(&mut self, key: Key, val: V) -> &mut V {
         if self.len >= self.buckets.len() {
             let size = (self.buckets.len() * 2).max(MIN_SIZE);
             self.resize(size);
@@ -144,7 +208,7 @@ impl<V> Dict<V> {
         if self.get(key).is_some() {
             return (self.get_mut(key).unwrap(), false);
         }
-        (self.insert_new(key.into(), make()), true)
+        (self.insert_key(Key::new(key), make()), true)
     }
 
     pub fn remove(&mut self, key: &[u8]) -> Option<V> {
@@ -164,7 +228,7 @@ impl<V> Dict<V> {
                     let mut boxed = link.take().unwrap();
                     *link = boxed.next.take();
                     self.len -= 1;
-                    let out = (boxed.key, boxed.val);
+                    let out = (boxed.key.into_box(), boxed.val);
                     self.maybe_shrink();
                     return Some(out);
                 }
@@ -286,7 +350,7 @@ impl<V> Dict<V> {
                     cur = cur.next.as_deref().unwrap();
                     pick -= 1;
                 }
-                return Some((&cur.key, &cur.val));
+                return Some((&*cur.key, &cur.val));
             }
         }
     }
@@ -311,7 +375,7 @@ impl<'a, V> Iterator for Iter<'a, V> {
         loop {
             if let Some(e) = self.cur {
                 self.cur = e.next.as_deref();
-                return Some((&e.key, &e.val));
+                return Some((&*e.key, &e.val));
             }
             if self.bucket >= self.buckets.len() {
                 return None;
@@ -326,6 +390,32 @@ impl<'a, V> Iterator for Iter<'a, V> {
 mod tests {
     use super::*;
     use std::collections::HashSet;
+
+    #[test]
+    fn short_and_long_keys_round_trip() {
+        let mut d: Dict<usize> = Dict::new();
+        let keys: Vec<Vec<u8>> = (0..64).map(|n| vec![b'k'; n]).collect();
+        for (i, k) in keys.iter().enumerate() {
+            if i % 2 == 0 {
+                d.insert_new(k.clone().into_boxed_slice(), i);
+            } else {
+                d.insert(k, i);
+            }
+        }
+        assert_eq!(std::mem::size_of::<Key>(), 24);
+        for (i, k) in keys.iter().enumerate() {
+            assert_eq!(d.get(k), Some(&i));
+            assert_eq!(d.get_key_value(k).unwrap().0, &k[..]);
+        }
+        let mut seen: Vec<Vec<u8>> = d.iter().map(|(k, _)| k.to_vec()).collect();
+        seen.sort();
+        assert_eq!(seen, keys);
+        for (i, k) in keys.iter().enumerate() {
+            let (bk, v) = d.remove_entry(k).unwrap();
+            assert_eq!((&*bk, v), (&k[..], i));
+        }
+        assert!(d.is_empty());
+    }
 
     #[test]
     fn insert_get_remove() {

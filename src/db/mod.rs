@@ -231,11 +231,21 @@ impl Db {
         self.keys.get(key)
     }
 
-    /// Looks a key up like a write would (expiring it first) without
-    /// recording an access: OBJECT's `LOOKUP_NOTOUCH`.
+    /// OBJECT's lookup (`LOOKUP_NOTOUCH | LOOKUP_NONOTIFY`): expires the key
+    /// if due and counts a hit or miss, without recording an access or
+    /// raising `keymiss`.
     pub fn lookup_no_touch(&mut self, key: &[u8]) -> Option<&Entry> {
         self.expire_if_needed(key);
-        self.keys.get(key)
+        match self.keys.get(key) {
+            Some(e) => {
+                self.hits += 1;
+                Some(e)
+            }
+            None => {
+                self.misses += 1;
+                None
+            }
+        }
     }
 
     /// Looks a key up the way Redis's `LOOKUP_NOTOUCH` reads do (TYPE, EXISTS,
@@ -250,6 +260,10 @@ impl Db {
             }
             None => {
                 self.misses += 1;
+                if self.event_mask & notify::KEY_MISS != 0 {
+                    self.key_events
+                        .push((notify::KEY_MISS, "keymiss", key.into()));
+                }
                 None
             }
         }
@@ -271,11 +285,8 @@ impl Db {
     /// (RENAME, MOVE keep the object, so idle time and LFU counter carry over).
     /// Wakes clients waiting on it, like [`Db::add_new`].
     pub fn put(&mut self, key: &[u8], entry: Entry, expire_at: Option<i64>) {
-        let k: Box<[u8]> = key.into();
-        if !self.waiters.is_empty() && self.waiters.contains_key(key) {
-            self.ready.push(k.clone());
-        }
-        self.keys.insert_new(k, entry);
+        self.announce_new(key);
+        self.keys.insert_new_slice(key, entry);
         if let Some(at) = expire_at {
             self.expires.insert(key, at);
         }
@@ -322,14 +333,20 @@ impl Db {
 
     /// Adds a key known to be absent (Redis's `dbAdd`): wakes clients waiting on it.
     pub fn add_new(&mut self, key: &[u8], val: Value) {
-        let k: Box<[u8]> = key.into();
+        self.announce_new(key);
+        self.keys.insert_new_slice(key, Entry::new(val));
+    }
+
+    /// What `dbAdd` does besides adding: the `new` event, and waking
+    /// clients blocked on the key.
+    #[inline]
+    fn announce_new(&mut self, key: &[u8]) {
         if self.event_mask & notify::NEW != 0 {
-            self.key_events.push((notify::NEW, "new", k.clone()));
+            self.key_events.push((notify::NEW, "new", key.into()));
         }
         if !self.waiters.is_empty() && self.waiters.contains_key(key) {
-            self.ready.push(k.clone());
+            self.ready.push(key.into());
         }
-        self.keys.insert_new(k, Entry::new(val));
     }
 
     /// The value at `key`, created by `make` when absent. The bool says whether it was created.
@@ -432,19 +449,32 @@ impl Db {
     /// watched key of either database that exists in either one), and marks
     /// keys that clients wait on and that now exist as ready.
     pub fn swap_data(&mut self, other: &mut Db) {
-        fn touch_watched(
-            watched: &mut HashMap<Box<[u8]>, Watched>,
-            a: &Dict<Entry>,
-            b: &Dict<Entry>,
-        ) {
+        // A watched key is touched when it exists on either side. When
+        // neither side holds a live value (an expired key leaves, and nothing
+        // or another expired key comes in) it also counts as a stale
+        // deletion: no logical change for a client that WATCHed it expired.
+        fn live(keys: &Dict<Entry>, expires: &Dict<i64>, k: &[u8], now: i64) -> bool {
+            keys.contains_key(k) && expires.get(k).is_none_or(|&at| at > now)
+        }
+        fn touch_watched(db: &mut Db, other: &Db, now: i64) {
+            let Db {
+                keys,
+                expires,
+                watched,
+                ..
+            } = db;
             for (k, w) in watched.iter_mut() {
-                if a.contains_key(k) || b.contains_key(k) {
+                if keys.contains_key(k) || other.keys.contains_key(k) {
                     w.version += 1;
+                    if !live(keys, expires, k, now) && !live(&other.keys, &other.expires, k, now) {
+                        w.stale_deletes += 1;
+                    }
                 }
             }
         }
-        touch_watched(&mut self.watched, &self.keys, &other.keys);
-        touch_watched(&mut other.watched, &other.keys, &self.keys);
+        let now = clock::now_ms();
+        touch_watched(self, other, now);
+        touch_watched(other, self, now);
         std::mem::swap(&mut self.keys, &mut other.keys);
         std::mem::swap(&mut self.expires, &mut other.expires);
         for db in [self, other] {
@@ -620,6 +650,32 @@ mod tests {
             n = f;
         }
         assert!(n > LFU_INIT_VAL + 1, "the counter grows logarithmically");
+    }
+
+    /// SWAPDB touches watched keys present on either side; an expired key
+    /// replaced by nothing live is a stale deletion (Redis 7.0 multi.tcl:
+    /// "SWAPDB does not touch watched stale keys").
+    #[test]
+    fn swap_touches_watched_keys() {
+        let mut a = Db::new(0);
+        let mut b = Db::new(1);
+        a.set(b"stale", s("v"));
+        a.set_expire(b"stale", 1);
+        a.set(b"live", s("v"));
+        b.set(b"theirs", s("v"));
+        for k in [&b"stale"[..], b"live", b"theirs", b"nowhere"] {
+            a.watched.insert(k.into(), Watched::default());
+        }
+        a.swap_data(&mut b);
+        let w = |k: &[u8]| {
+            let w = &a.watched[k];
+            (w.version, w.stale_deletes)
+        };
+        assert_eq!(w(b"stale"), (1, 1));
+        assert_eq!(w(b"live"), (1, 0));
+        assert_eq!(w(b"theirs"), (1, 0));
+        assert_eq!(w(b"nowhere"), (0, 0));
+        assert!(a.peek(b"theirs").is_some() && b.peek(b"live").is_some());
     }
 
     /// RENAME-style take/put keeps value, expiry and metadata.

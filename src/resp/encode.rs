@@ -40,12 +40,15 @@ impl Reply {
 
     #[inline]
     fn header(&mut self, prefix: u8, n: i64) {
+        // Assembled on the stack and appended once: tiny appends each cost a
+        // capacity check and a memcpy call.
         let mut b = itoa::Buffer::new();
-        let s = b.format(n);
-        self.buf.reserve(s.len() + 3);
-        self.buf.extend_from_slice(&[prefix]);
-        self.buf.extend_from_slice(s.as_bytes());
-        self.buf.extend_from_slice(b"\r\n");
+        let s = b.format(n).as_bytes();
+        let mut line = [0u8; 24];
+        line[0] = prefix;
+        line[1..1 + s.len()].copy_from_slice(s);
+        line[1 + s.len()..3 + s.len()].copy_from_slice(b"\r\n");
+        self.buf.extend_from_slice(&line[..3 + s.len()]);
     }
 
     /// `+OK`
@@ -84,6 +87,25 @@ impl Reply {
 
     #[inline]
     pub fn bulk(&mut self, b: &[u8]) {
+        if b.len() <= 64 {
+            // Small values (most replies): the whole frame in one append.
+            let mut f = [0u8; 72];
+            let n = b.len();
+            f[0] = b'$';
+            let h = if n < 10 {
+                f[1] = b'0' + n as u8;
+                2
+            } else {
+                f[1] = b'0' + (n / 10) as u8;
+                f[2] = b'0' + (n % 10) as u8;
+                3
+            };
+            f[h..h + 2].copy_from_slice(b"\r\n");
+            f[h + 2..h + 2 + n].copy_from_slice(b);
+            f[h + 2 + n..h + 4 + n].copy_from_slice(b"\r\n");
+            self.buf.extend_from_slice(&f[..h + 4 + n]);
+            return;
+        }
         self.buf.reserve(b.len() + 16);
         self.header(b'$', b.len() as i64);
         self.buf.extend_from_slice(b);
@@ -244,6 +266,23 @@ impl Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bulk_frames_at_every_size_class() {
+        for n in [0usize, 1, 9, 10, 63, 64, 65, 99, 100, 1000] {
+            let v = vec![b'x'; n];
+            let mut r = Reply::new(2);
+            r.bulk(&v);
+            let mut want = format!("${n}\r\n").into_bytes();
+            want.extend_from_slice(&v);
+            want.extend_from_slice(b"\r\n");
+            assert_eq!(&r.buf[..], &want[..], "length {n}");
+        }
+        let mut r = Reply::new(2);
+        r.int(-1234567890123);
+        r.array(0);
+        assert_eq!(&r.buf[..], b":-1234567890123\r\n*0\r\n");
+    }
 
     #[test]
     fn shapes_per_protocol() {

@@ -20,7 +20,9 @@ pub fn parse_timeout(arg: &[u8]) -> Result<i64, Error> {
     let v = parse_long_double(arg)
         .ok_or_else(|| Error::msg("timeout is not a float or out of range"))?;
     let ms = (v * 1000.0).ceil();
-    if !(-9.223_372_036_854_775_808e18..9.223_372_036_854_775_808e18).contains(&ms) || ms < 0.0 {
+    // 2^63: the first value a C cast to long long cannot hold.
+    const LIMIT: f64 = 9_223_372_036_854_775_808.0;
+    if !(0.0..LIMIT).contains(&ms) {
         return Err(Error::msg("timeout is negative"));
     }
     Ok(ms as i64)
@@ -78,6 +80,9 @@ pub fn block(
     let cmd = crate::command::table::table()
         .lookup(ctx.spec.name.as_bytes())
         .expect("blocking command in table");
+    if ctx.client.blocked.is_none() {
+        ctx.srv.ext.blocked_clients += 1;
+    }
     ctx.client.blocked = Some(Blocked {
         db,
         keys,
@@ -92,6 +97,7 @@ pub fn block(
 /// Removes a client from every waiter list (unblocked, timed out, disconnected).
 pub fn unregister(srv: &mut Server, client: &mut Client) -> Option<Blocked> {
     let b = client.blocked.take()?;
+    srv.ext.blocked_clients -= 1;
     let db = &mut srv.ks.dbs[b.db];
     for k in &b.keys {
         if let Some(q) = db.waiters.get_mut(k) {
@@ -120,6 +126,11 @@ pub fn time_out(srv: &mut Server, client: &mut Client) {
 /// until no key is ready any more (serving one may make another ready).
 pub fn serve_ready(srv: &mut Server, current: &mut Client) {
     loop {
+        // The common case, after every command: nobody waits, or nothing
+        // became ready. (Keys are only marked ready while someone waits.)
+        if srv.ext.blocked_clients == 0 || srv.ks.dbs.iter().all(|db| db.ready.is_empty()) {
+            return;
+        }
         let mut ready = Vec::new();
         for (i, db) in srv.ks.dbs.iter_mut().enumerate() {
             for k in db.ready.drain(..) {

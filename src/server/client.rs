@@ -129,6 +129,11 @@ pub struct Client {
     /// Since when (unix seconds) the output passed the soft
     /// `client-output-buffer-limit` (see `server::pubsub`).
     pub obuf_soft_since: Option<i64>,
+    /// Byte ranges of `reply` holding push data (pub/sub replies and
+    /// messages, invalidations) written while this client's own request
+    /// ran: CLIENT REPLY OFF/SKIP drops the reply but not these, as Redis
+    /// sends pushes regardless. Cleared before each request.
+    pub pushed: Vec<(usize, usize)>,
     /// Client-side caching mode; None when tracking is off (see `server::tracking`).
     pub tracking: Option<Box<super::tracking::ClientTracking>>,
     /// Bytes the busy-script poller read but did not consume (an incomplete
@@ -179,6 +184,7 @@ impl Client {
             fd: -1,
             postponed: false,
             obuf_soft_since: None,
+            pushed: Vec::new(),
             tracking: None,
             pending_input: Vec::new(),
         }

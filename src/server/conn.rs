@@ -149,6 +149,9 @@ async fn flush<S: AsyncWrite + Unpin>(
         let mut rearm = false;
         while written < outbuf.len() {
             tokio::select! {
+                // The write first: when it completes at once (the common
+                // case) the wake-up future is never registered.
+                biased;
                 r = stream.write(&outbuf[written..]) => match r? {
                     0 => return Err(std::io::ErrorKind::WriteZero.into()),
                     n => written += n,
@@ -184,6 +187,9 @@ fn process(
     ranges: &mut Vec<(usize, usize)>,
     need: &mut usize,
 ) {
+    // Idle time counts from the last batch of requests read (one clock
+    // read per batch, as Redis uses its cached time).
+    let mut touched = false;
     loop {
         if c.blocked.is_some()
             || c.postponed
@@ -230,7 +236,10 @@ fn process(
                             return;
                         }
                     }
-                    c.last_interaction = std::time::Instant::now();
+                    if !touched {
+                        c.last_interaction = std::time::Instant::now();
+                        touched = true;
+                    }
                     if inline {
                         let argv = inline_argv(inbuf, ranges);
                         dispatch(srv, c, &argv.args());

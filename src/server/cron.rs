@@ -20,7 +20,14 @@ pub async fn run(srv: Rc<RefCell<Server>>) {
         tokio::time::sleep(Duration::from_millis(1000 / hz as u64)).await;
         let mut s = srv.borrow_mut();
         crate::clock::begin_command();
-        active_expire(&mut s);
+        // As in Redis, active expiry stops while clients are paused (CLIENT
+        // PAUSE), so the dataset does not change under a paused replica/failover.
+        let paused = s
+            .pause
+            .is_some_and(|p| p.until_ms > crate::clock::real_now_us() / 1000);
+        if !paused {
+            active_expire(&mut s);
+        }
         let now = crate::clock::now_ms();
         s.stats.sample_ops(now);
         crate::command::dispatch::after_command(&mut s, &mut internal);

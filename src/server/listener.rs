@@ -23,41 +23,7 @@ pub struct Bound {
 /// Binds the configured sockets, as Redis does: each `bind` address on
 /// `port` (none when the port is 0) plus the unix socket.
 pub async fn bind(config: &Config) -> std::io::Result<(Vec<TcpListener>, Option<UnixListener>)> {
-    let mut tcp = Vec::new();
-    if config.port != 0 {
-        let addrs: Vec<String> = if config.bind.is_empty() {
-            vec!["*".into()]
-        } else {
-            config.bind.clone()
-        };
-        for a in addrs {
-            // `-` prefix: optional address (Redis skips it when unavailable).
-            let optional = a.starts_with('-');
-            let host = a.trim_start_matches('-');
-            let host = match host {
-                "*" => "0.0.0.0",
-                "::*" => "::",
-                h => h,
-            };
-            let addr = if host.contains(':') {
-                format!("[{host}]:{}", config.port)
-            } else {
-                format!("{host}:{}", config.port)
-            };
-            match TcpListener::bind(&addr).await {
-                Ok(l) => tcp.push(l),
-                Err(e) if optional || (host == "::" && !tcp.is_empty()) => {
-                    log::verbose(&format!("Skipping optional address {addr}: {e}"));
-                }
-                Err(e) => {
-                    log::warning(&format!(
-                        "Warning: Could not create server TCP listening socket {addr}: {e}"
-                    ));
-                    return Err(e);
-                }
-            }
-        }
-    }
+    let tcp = bind_tcp(config)?;
     let unix = match &config.unixsocket {
         Some(path) => {
             let _ = std::fs::remove_file(path);
@@ -74,6 +40,88 @@ pub async fn bind(config: &Config) -> std::io::Result<(Vec<TcpListener>, Option<
         None => None,
     };
     Ok((tcp, unix))
+}
+
+/// Binds the TCP listeners for `bind` and `port` without awaiting, so CONFIG
+/// SET port/bind can re-bind from a command handler. `-`-prefixed addresses
+/// are optional, as is `::` once an IPv4 wildcard is bound (dual stack).
+pub fn bind_tcp(config: &Config) -> std::io::Result<Vec<TcpListener>> {
+    let mut tcp = Vec::new();
+    if config.port == 0 {
+        return Ok(tcp);
+    }
+    let addrs: Vec<String> = if config.bind.is_empty() {
+        vec!["*".into()]
+    } else {
+        config.bind.clone()
+    };
+    for a in addrs {
+        let optional = a.starts_with('-');
+        let host = a.trim_start_matches('-');
+        let host = match host {
+            "*" => "0.0.0.0",
+            "::*" => "::",
+            h => h,
+        };
+        match listen_on(host, config.port) {
+            Ok(l) => tcp.push(l),
+            Err(e) if optional || (host == "::" && !tcp.is_empty()) => {
+                log::verbose(&format!(
+                    "Skipping optional address {host}:{}: {e}",
+                    config.port
+                ));
+            }
+            Err(e) => {
+                log::warning(&format!(
+                    "Warning: Could not create server TCP listening socket {host}:{}: {e}",
+                    config.port
+                ));
+                return Err(e);
+            }
+        }
+    }
+    Ok(tcp)
+}
+
+/// One listening socket with SO_REUSEADDR and Redis's default backlog.
+fn listen_on(host: &str, port: u16) -> std::io::Result<TcpListener> {
+    use std::net::ToSocketAddrs;
+    let addr = (host, port)
+        .to_socket_addrs()?
+        .next()
+        .ok_or_else(|| std::io::Error::other("no address"))?;
+    let sock = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    sock.set_reuseaddr(true)?;
+    sock.bind(addr)?;
+    sock.listen(511)
+}
+
+/// Starts accepting on `l`; the returned handle stops it (CONFIG SET port/bind).
+pub fn spawn_tcp_accept(srv: &Rc<RefCell<Server>>, l: TcpListener) -> tokio::task::AbortHandle {
+    let srv = srv.clone();
+    tokio::task::spawn_local(async move {
+        loop {
+            match l.accept().await {
+                Ok((stream, peer)) => {
+                    let _ = stream.set_nodelay(true);
+                    let laddr = stream
+                        .local_addr()
+                        .map(|a| a.to_string())
+                        .unwrap_or_default();
+                    accept_client(&srv, stream, peer.to_string(), laddr, ConnKind::Tcp);
+                }
+                Err(e) => {
+                    log::warning(&format!("Accepting client connection: {e}"));
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            }
+        }
+    })
+    .abort_handle()
 }
 
 /// Registers a new client and spawns its connection task.
@@ -174,27 +222,13 @@ pub async fn run(
 ) {
     // The busy-script poller accepts connections on these while Lua runs.
     crate::script::busy::register_listeners(&srv, &tcp, unix.as_ref());
-    for l in tcp {
-        let srv = srv.clone();
-        tokio::task::spawn_local(async move {
-            loop {
-                match l.accept().await {
-                    Ok((stream, peer)) => {
-                        let _ = stream.set_nodelay(true);
-                        let laddr = stream
-                            .local_addr()
-                            .map(|a| a.to_string())
-                            .unwrap_or_default();
-                        accept_client(&srv, stream, peer.to_string(), laddr, ConnKind::Tcp);
-                    }
-                    Err(e) => {
-                        log::warning(&format!("Accepting client connection: {e}"));
-                        tokio::time::sleep(Duration::from_millis(10)).await;
-                    }
-                }
-            }
-        });
+    let accepts: Vec<_> = tcp.into_iter().map(|l| spawn_tcp_accept(&srv, l)).collect();
+    {
+        let mut s = srv.borrow_mut();
+        s.ext.tcp_accepts = accepts;
+        s.ext.tcp_addrs = (s.config.bind.clone(), s.config.port);
     }
+    srv.borrow_mut().ext.self_ref = Some(Rc::downgrade(&srv));
     if let Some(l) = unix {
         let srv = srv.clone();
         let path = srv.borrow().config.unixsocket.clone().unwrap_or_default();

@@ -53,10 +53,21 @@ pub struct Server {
 pub struct Extensions {
     /// SLOWLOG entries (server family).
     pub slowlog: crate::cmd::server::slowlog::SlowLog,
+    /// Per-command latency histograms for INFO latencystats (server family).
+    pub latency: crate::cmd::server::latency::Latency,
+    /// The TCP accept loops, stopped and replaced by CONFIG SET port/bind (server family).
+    pub tcp_accepts: Vec<tokio::task::AbortHandle>,
+    /// The `bind` addresses and port those loops listen on.
+    pub tcp_addrs: (Vec<String>, u16),
+    /// The server's own cell, for handlers that start tasks (CONFIG SET port/bind).
+    pub self_ref: Option<std::rc::Weak<std::cell::RefCell<Server>>>,
     /// Lua engine and script cache (owned by `crate::script`).
     pub script: crate::script::Scripting,
     /// Client-side caching (pub/sub family).
     pub tracking: tracking::Tracking,
+    /// Clients currently blocked on keys (lists family, `blocking.rs`), so
+    /// the check after every command costs nothing when nobody waits.
+    pub blocked_clients: usize,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -187,7 +198,7 @@ impl<'a> Ctx<'a> {
         self.srv.ks.dbs[db].touch(key);
         self.srv.ks.dirty += 1;
         if !self.srv.ext.tracking.idle() {
-            let by = self.client.id;
+            let by = tracking::acting_client(self.srv, self.client);
             tracking::invalidate_key(self.srv, self.client, by, key);
         }
         notify::emit(self.srv, self.client, class, event, db, key);

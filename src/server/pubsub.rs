@@ -7,18 +7,29 @@
 //! messages are delivered in, as in Redis. Empty lists are removed.
 
 use std::collections::HashMap;
+use std::rc::Rc;
 
-use super::client::Client;
+use super::client::{Client, ClientCell};
 use super::Server;
 use crate::db::ClientId;
 use crate::types::glob;
 
+/// One subscriber: its id and, for speed, its cell (no client-table lookup
+/// per message). The cell is None only for clients outside the table.
+pub struct Subscriber {
+    pub id: ClientId,
+    pub cell: Option<Rc<ClientCell>>,
+}
+
+/// Channel (or pattern) → subscribers in subscription order.
+pub type Registry = HashMap<Vec<u8>, Vec<Subscriber>, foldhash::fast::RandomState>;
+
 /// Who listens where.
 #[derive(Default)]
 pub struct PubSub {
-    pub channels: HashMap<Vec<u8>, Vec<ClientId>>,
-    pub patterns: HashMap<Vec<u8>, Vec<ClientId>>,
-    pub shard_channels: HashMap<Vec<u8>, Vec<ClientId>>,
+    pub channels: Registry,
+    pub patterns: Registry,
+    pub shard_channels: Registry,
     /// Output for clients whose state was borrowed when it was produced
     /// (a client being served while another one runs); delivered by
     /// [`deliver_stashed`] after the command.
@@ -45,7 +56,7 @@ impl Kind {
 }
 
 impl PubSub {
-    pub fn registry(&mut self, kind: Kind) -> &mut HashMap<Vec<u8>, Vec<ClientId>> {
+    pub fn registry(&mut self, kind: Kind) -> &mut Registry {
         match kind {
             Kind::Channel => &mut self.channels,
             Kind::Pattern => &mut self.patterns,
@@ -68,11 +79,12 @@ pub fn subscribe(srv: &mut Server, c: &mut Client, kind: Kind, name: &[u8]) -> b
     if !client_set(c, kind).insert(name.to_vec()) {
         return false;
     }
+    let cell = srv.clients.get(&c.id).cloned();
     srv.pubsub
         .registry(kind)
         .entry(name.to_vec())
         .or_default()
-        .push(c.id);
+        .push(Subscriber { id: c.id, cell });
     true
 }
 
@@ -82,9 +94,9 @@ pub fn unsubscribe(srv: &mut Server, c: &mut Client, kind: Kind, name: &[u8]) ->
         return false;
     }
     let map = srv.pubsub.registry(kind);
-    if let Some(ids) = map.get_mut(name) {
-        ids.retain(|&x| x != c.id);
-        if ids.is_empty() {
+    if let Some(subs) = map.get_mut(name) {
+        subs.retain(|s| s.id != c.id);
+        if subs.is_empty() {
             map.remove(name);
         }
     }
@@ -123,14 +135,32 @@ pub fn write_frame(reply: &mut crate::resp::encode::Reply, frame: &[u8]) {
 /// buffer limits. A client already scheduled to close gets nothing more.
 /// Returns false when there is no such client.
 pub fn deliver(srv: &mut Server, current: &mut Client, id: ClientId, frame: &[u8]) -> bool {
+    let cell = srv.clients.get(&id).cloned();
+    let floor = limit_floor(srv);
+    deliver_to(srv, current, id, cell.as_ref(), frame, floor)
+}
+
+/// [`deliver`] with the client's cell at hand.
+fn deliver_to(
+    srv: &mut Server,
+    current: &mut Client,
+    id: ClientId,
+    cell: Option<&Rc<ClientCell>>,
+    frame: &[u8],
+    floor: u64,
+) -> bool {
     if id == current.id {
-        if !srv.clients.get(&id).is_some_and(|c| c.kill.get()) {
+        if !cell.is_some_and(|c| c.kill.get()) {
+            let start = current.reply.len();
             write_frame(&mut current.reply, frame);
-            check_output_limit(srv, current);
+            current.pushed.push((start, current.reply.len()));
+            if current.reply.buf.len() as u64 >= floor || current.obuf_soft_since.is_some() {
+                enforce_output_limit(srv, current);
+            }
         }
         return true;
     }
-    let Some(cell) = srv.clients.get(&id).cloned() else {
+    let Some(cell) = cell else {
         return false;
     };
     if cell.kill.get() {
@@ -138,8 +168,16 @@ pub fn deliver(srv: &mut Server, current: &mut Client, id: ClientId, frame: &[u8
     }
     match cell.state.try_borrow_mut() {
         Ok(mut c) => {
+            // A client with output pending was already woken (or is
+            // writing and will pick this up): wake only on empty -> non-empty.
+            let was_empty = c.reply.buf.is_empty();
             write_frame(&mut c.reply, frame);
-            check_output_limit(srv, &mut c);
+            if c.reply.buf.len() as u64 >= floor || c.obuf_soft_since.is_some() {
+                enforce_output_limit(srv, &mut c);
+            }
+            if was_empty {
+                cell.wake.notify_one();
+            }
         }
         Err(_) => {
             // The client is running (e.g. being served after a blocking
@@ -147,8 +185,49 @@ pub fn deliver(srv: &mut Server, current: &mut Client, id: ClientId, frame: &[u8
             srv.pubsub.stash.push((id, frame.to_vec()));
         }
     }
-    cell.wake.notify_one();
     true
+}
+
+/// Delivers `frame` to every subscriber of `name` in `kind`'s registry;
+/// returns the number of deliveries. The list is taken out while
+/// delivering (delivery never changes subscriptions) to avoid copying it.
+fn deliver_all(
+    srv: &mut Server,
+    current: &mut Client,
+    kind: Kind,
+    name: &[u8],
+    frame: &[u8],
+) -> usize {
+    let Some(list) = srv.pubsub.registry(kind).get_mut(name).map(std::mem::take) else {
+        return 0;
+    };
+    let mut n = 0;
+    let floor = limit_floor(srv);
+    for s in &list {
+        if deliver_to(srv, current, s.id, s.cell.as_ref(), frame, floor) {
+            n += 1;
+        }
+    }
+    if let Some(slot) = srv.pubsub.registry(kind).get_mut(name) {
+        *slot = list;
+    }
+    n
+}
+
+/// CLIENT REPLY OFF/SKIP: drops what the request wrote since `start`
+/// except push data (see `Client::pushed`).
+pub fn drop_reply_keep_pushes(c: &mut Client, start: usize) {
+    if c.pushed.is_empty() {
+        c.reply.truncate(start);
+        return;
+    }
+    let tail = c.reply.buf.split_off(start);
+    for &(s, e) in &c.pushed {
+        if s >= start && e <= start + tail.len() {
+            c.reply.raw(&tail[s - start..e - start]);
+        }
+    }
+    c.pushed.clear();
 }
 
 /// Delivers output stashed by [`deliver`] to clients that can take it now.
@@ -167,30 +246,21 @@ pub fn deliver_stashed(srv: &mut Server, current: &mut Client) {
 /// counts twice).
 pub fn publish(srv: &mut Server, current: &mut Client, channel: &[u8], msg: &[u8]) -> usize {
     let mut receivers = 0;
-    if let Some(ids) = srv.pubsub.channels.get(channel) {
-        let ids = ids.clone();
+    if srv.pubsub.channels.contains_key(channel) {
         let f = frame(&[b"message", channel, msg]);
-        for id in ids {
-            if deliver(srv, current, id, &f) {
-                receivers += 1;
-            }
-        }
+        receivers += deliver_all(srv, current, Kind::Channel, channel, &f);
     }
     if !srv.pubsub.patterns.is_empty() {
-        let matched: Vec<(Vec<u8>, Vec<ClientId>)> = srv
+        let matched: Vec<Vec<u8>> = srv
             .pubsub
             .patterns
-            .iter()
-            .filter(|(pat, _)| glob::matches(pat, channel, false))
-            .map(|(p, ids)| (p.clone(), ids.clone()))
+            .keys()
+            .filter(|pat| glob::matches(pat, channel, false))
+            .cloned()
             .collect();
-        for (pat, ids) in matched {
+        for pat in matched {
             let f = frame(&[b"pmessage", &pat, channel, msg]);
-            for id in ids {
-                if deliver(srv, current, id, &f) {
-                    receivers += 1;
-                }
-            }
+            receivers += deliver_all(srv, current, Kind::Pattern, &pat, &f);
         }
     }
     srv.stats.pubsub_messages += 1;
@@ -199,18 +269,11 @@ pub fn publish(srv: &mut Server, current: &mut Client, channel: &[u8], msg: &[u8
 
 /// Delivers `msg` to the subscribers of shard channel `channel` (SPUBLISH).
 pub fn publish_shard(srv: &mut Server, current: &mut Client, channel: &[u8], msg: &[u8]) -> usize {
-    let Some(ids) = srv.pubsub.shard_channels.get(channel) else {
+    if !srv.pubsub.shard_channels.contains_key(channel) {
         return 0;
-    };
-    let ids = ids.clone();
-    let f = frame(&[b"smessage", channel, msg]);
-    let mut receivers = 0;
-    for id in ids {
-        if deliver(srv, current, id, &f) {
-            receivers += 1;
-        }
     }
-    receivers
+    let f = frame(&[b"smessage", channel, msg]);
+    deliver_all(srv, current, Kind::Shard, channel, &f)
 }
 
 /// One class of `client-output-buffer-limit`: bytes (0 = no limit) and seconds.
@@ -298,6 +361,24 @@ impl OutputLimits {
 /// the soft limit for longer than its seconds, is scheduled to close and its
 /// pending output dropped, so a slow reader never grows memory without bound.
 pub fn check_output_limit(srv: &mut Server, c: &mut Client) {
+    if (c.reply.buf.len() as u64) < limit_floor(srv) && c.obuf_soft_since.is_none() {
+        return;
+    }
+    enforce_output_limit(srv, c);
+}
+
+/// The smallest non-zero limit of the classes checked: output below it
+/// needs no further look (the fast path of every delivery).
+fn limit_floor(srv: &Server) -> u64 {
+    let l = &srv.config.obuf_limits;
+    [l.pubsub.hard, l.pubsub.soft, l.normal.hard, l.normal.soft]
+        .into_iter()
+        .filter(|&x| x > 0)
+        .min()
+        .unwrap_or(u64::MAX)
+}
+
+fn enforce_output_limit(srv: &mut Server, c: &mut Client) {
     let subscribed = c.subscription_count() > 0 || !c.shard_channels.is_empty();
     let limit = if subscribed {
         srv.config.obuf_limits.pubsub
@@ -334,4 +415,60 @@ pub fn check_output_limit(srv: &mut Server, c: &mut Client) {
     ));
     c.reply.buf.clear();
     c.close_after_reply = true;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resp::encode::Reply;
+
+    #[test]
+    fn frames_in_both_protocols() {
+        let f = frame(&[b"message", b"ch", b""]);
+        assert_eq!(&f[..], b"*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$0\r\n\r\n");
+        let mut r2 = Reply::new(2);
+        write_frame(&mut r2, &f);
+        assert_eq!(&r2.buf[..], &f[..]);
+        let mut r3 = Reply::new(3);
+        write_frame(&mut r3, &f);
+        assert_eq!(
+            &r3.buf[..],
+            b">3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$0\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn output_limits_parse_merge_and_format() {
+        let d = OutputLimits::default();
+        assert_eq!(
+            d.to_config_string(),
+            "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"
+        );
+        let l = d.parse_onto("PubSub 1mb 512kb 10 replica 1g 2k 0").unwrap();
+        assert_eq!(
+            l.pubsub,
+            OutputLimit {
+                hard: 1 << 20,
+                soft: 512 << 10,
+                soft_seconds: 10
+            }
+        );
+        assert_eq!(l.replica.hard, 1_000_000_000);
+        assert_eq!(l.normal, d.normal);
+        assert_eq!(d.parse_onto("").unwrap(), d);
+        assert!(d
+            .parse_onto("pubsub 1 2")
+            .unwrap_err()
+            .starts_with("Wrong number"));
+        assert!(d
+            .parse_onto("master 1 2 3")
+            .unwrap_err()
+            .starts_with("Invalid client class"));
+        assert!(d
+            .parse_onto("pubsub 1 2 -3")
+            .unwrap_err()
+            .starts_with("Error in hard"));
+        // One bad class rejects the whole value.
+        assert!(d.parse_onto("normal 1 1 1 pubsub x 1 1").is_err());
+    }
 }

@@ -59,6 +59,44 @@ pub struct Tracking {
     pending: Vec<(ClientId, Option<Vec<u8>>)>,
     /// Rounds in a row `tracking-table-max-keys` could not be met.
     over_limit_rounds: usize,
+    /// The client whose request is running (Redis's `server.current_client`):
+    /// commands a script runs act for it.
+    caller: ClientId,
+    /// Whether that client's reads are to be remembered (mode, OPTIN/OPTOUT
+    /// and CLIENT CACHING applied), for the commands its scripts run.
+    caller_tracks_reads: bool,
+    /// That client's mode (see [`Mode`]), for changes its scripts make.
+    caller_mode: Option<Mode>,
+}
+
+/// What invalidation needs to know of a tracking client.
+#[derive(Clone, Copy, Debug)]
+struct Mode {
+    bcast: bool,
+    noloop: bool,
+}
+
+impl Mode {
+    fn of(c: &Client) -> Option<Mode> {
+        c.tracking.as_deref().map(|t| Mode {
+            bcast: t.bcast,
+            noloop: t.noloop,
+        })
+    }
+}
+
+/// The tracking mode of client `id` (None: not tracking or unreachable).
+/// The running script's caller is busy, so its mode comes from the note
+/// taken before its request.
+fn mode(srv: &Server, current: &mut Client, id: ClientId) -> Option<Mode> {
+    if id != current.id && id == srv.ext.tracking.caller {
+        if let Some(cell) = srv.clients.get(&id) {
+            if cell.state.try_borrow().is_err() {
+                return srv.ext.tracking.caller_mode;
+            }
+        }
+    }
+    srv.with_client(id, current, |c| Mode::of(c)).flatten()
 }
 
 impl Tracking {
@@ -143,10 +181,7 @@ pub fn disable(srv: &mut Server, c: &mut Client) {
 /// tracking in default mode, honouring OPTIN/OPTOUT and CLIENT CACHING
 /// (Redis's `trackingRememberKeys`).
 pub fn remember_keys(srv: &mut Server, c: &Client, keys: impl Iterator<Item = Vec<u8>>) {
-    let Some(t) = c.tracking.as_deref() else {
-        return;
-    };
-    if t.bcast || (t.optin && !t.caching) || (t.optout && t.caching) {
+    if !c.tracking.as_deref().is_some_and(tracks_reads) {
         return;
     }
     let tr = &mut srv.ext.tracking;
@@ -154,6 +189,67 @@ pub fn remember_keys(srv: &mut Server, c: &Client, keys: impl Iterator<Item = Ve
         if tr.table.entry(k).or_default().insert(c.id) {
             tr.items += 1;
         }
+    }
+}
+
+/// Before each request: notes the client it runs for (see `Tracking::caller`).
+#[inline]
+pub fn before_dispatch(srv: &mut Server, c: &Client) {
+    let tr = &mut srv.ext.tracking;
+    tr.caller = c.id;
+    tr.caller_tracks_reads = c.tracking.as_deref().is_some_and(tracks_reads);
+    tr.caller_mode = Mode::of(c);
+}
+
+/// The client a change is made for: the script's caller for commands a
+/// script runs, else the client itself.
+#[inline]
+pub fn acting_client(srv: &Server, c: &Client) -> ClientId {
+    if c.conn_kind == super::client::ConnKind::Script {
+        srv.ext.tracking.caller
+    } else {
+        c.id
+    }
+}
+
+/// True when a client's next reads are remembered (default mode, with
+/// OPTIN + CACHING yes, or OPTOUT without CACHING no).
+fn tracks_reads(t: &ClientTracking) -> bool {
+    !(t.bcast || (t.optin && !t.caching) || (t.optout && t.caching))
+}
+
+/// After every command (in EXEC and scripts too): a read-only command's
+/// keys are remembered for a tracking client; a FLUSHDB / FLUSHALL that
+/// succeeded invalidates everything (see [`on_flush`]).
+#[inline]
+pub fn after_call(
+    srv: &mut Server,
+    c: &mut Client,
+    spec: &crate::command::CommandSpec,
+    args: &crate::command::Args,
+    ok: bool,
+) {
+    if spec.has(crate::command::flags::READONLY) {
+        if c.tracking.is_some() {
+            remember_read(srv, c, spec, args);
+        } else if c.conn_kind == super::client::ConnKind::Script
+            && srv.ext.tracking.caller_tracks_reads
+        {
+            // A script's read is remembered for the client that ran it.
+            let id = srv.ext.tracking.caller;
+            let tr = &mut srv.ext.tracking;
+            for i in spec.key_positions(args) {
+                if tr.table.entry(args.at(i).to_vec()).or_default().insert(id) {
+                    tr.items += 1;
+                }
+            }
+        }
+    }
+    if ok
+        && (srv.ext.tracking.clients > 0 || !srv.ext.tracking.idle())
+        && matches!(spec.name, "flushdb" | "flushall")
+    {
+        on_flush(srv, c);
     }
 }
 
@@ -195,18 +291,15 @@ pub fn invalidate_key(srv: &mut Server, current: &mut Client, by: ClientId, key:
         return;
     };
     tr.items -= ids.len();
+    let running = acting_client(srv, current);
     for id in ids {
-        let Some((on, noloop)) = srv.with_client(id, current, |c| {
-            c.tracking
-                .as_deref()
-                .map_or((false, false), |t| (!t.bcast, t.noloop))
-        }) else {
+        let Some(m) = mode(srv, current, id) else {
             continue;
         };
-        if !on || (noloop && id == current.id) {
+        if m.bcast || (m.noloop && id == running) {
             continue;
         }
-        if id == current.id {
+        if id == running {
             srv.ext.tracking.pending.push((id, Some(key.to_vec())));
         } else {
             send(srv, current, id, Payload::Keys(&[key]));
@@ -222,11 +315,10 @@ pub fn on_flush(srv: &mut Server, current: &mut Client) {
         let mut ids: Vec<ClientId> = srv.clients.keys().copied().collect();
         ids.sort_unstable();
         for id in ids {
-            let on = srv.with_client(id, current, |c| c.tracking.is_some());
-            if on != Some(true) {
+            if mode(srv, current, id).is_none() {
                 continue;
             }
-            if id == current.id {
+            if id == acting_client(srv, current) {
                 srv.ext.tracking.pending.push((id, None));
             } else {
                 send(srv, current, id, Payload::Null);
@@ -384,4 +476,111 @@ fn send(srv: &mut Server, current: &mut Client, id: ClientId, payload: Payload) 
     };
     f.extend_from_slice(&value);
     pubsub::deliver(srv, current, dest, &f);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::client::ConnKind;
+
+    /// xorshift64: enough randomness for a model test.
+    struct Prng(u64);
+    impl Prng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+    }
+
+    fn client(id: ClientId) -> Client {
+        Client::new(id, String::new(), String::new(), ConnKind::Tcp, false)
+    }
+
+    /// Random reads, writes and mode switches of a few clients against a
+    /// model (key -> readers since its last change): the table holds exactly
+    /// the model's pairs, `items` counts them, and a change empties a key.
+    #[test]
+    fn table_matches_a_model() {
+        let mut srv = Server::new(crate::Config::default());
+        let mut clients: Vec<Client> = (1..=4).map(client).collect();
+        let mut model: std::collections::BTreeMap<Vec<u8>, BTreeSet<ClientId>> = Default::default();
+        let mut rng = Prng(0x9E37_79B9_7F4A_7C15);
+        for _ in 0..5000 {
+            let ci = (rng.next() % 4) as usize;
+            let key = format!("k{}", rng.next() % 12).into_bytes();
+            match rng.next() % 6 {
+                0 => {
+                    let on = clients[ci].tracking.is_some();
+                    if on {
+                        disable(&mut srv, &mut clients[ci]);
+                    } else {
+                        let o = Options {
+                            redirect: 0,
+                            bcast: false,
+                            optin: false,
+                            optout: false,
+                            noloop: false,
+                            prefixes: Vec::new(),
+                        };
+                        enable(&mut srv, &mut clients[ci], o);
+                    }
+                }
+                1..=3 => {
+                    let c = &clients[ci];
+                    if c.tracking.is_some() {
+                        model.entry(key.clone()).or_default().insert(c.id);
+                    }
+                    remember_keys(&mut srv, c, std::iter::once(key));
+                }
+                _ => {
+                    let by = clients[ci].id;
+                    invalidate_key(&mut srv, &mut clients[ci], by, &key);
+                    model.remove(&key);
+                    srv.ext.tracking.pending.clear();
+                }
+            }
+            let tr = &srv.ext.tracking;
+            let table: std::collections::BTreeMap<Vec<u8>, BTreeSet<ClientId>> = tr
+                .table
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            assert_eq!(table, model);
+            assert_eq!(tr.items, model.values().map(|s| s.len()).sum::<usize>());
+            assert_eq!(
+                tr.clients,
+                clients.iter().filter(|c| c.tracking.is_some()).count()
+            );
+        }
+    }
+
+    #[test]
+    fn bcast_prefix_buckets_follow_their_clients() {
+        let mut srv = Server::new(crate::Config::default());
+        let mut a = client(1);
+        let mut b = client(2);
+        let opts = |p: &[&str]| Options {
+            redirect: 0,
+            bcast: true,
+            optin: false,
+            optout: false,
+            noloop: false,
+            prefixes: p.iter().map(|s| s.as_bytes().to_vec()).collect(),
+        };
+        enable(&mut srv, &mut a, opts(&["user:", "job:"]));
+        enable(&mut srv, &mut b, opts(&["user:"]));
+        assert_eq!(srv.ext.tracking.totals().2, 2);
+        invalidate_key(&mut srv, &mut a, 1, b"user:7");
+        invalidate_key(&mut srv, &mut a, 1, b"other");
+        let bucket = &srv.ext.tracking.prefixes[&b"user:"[..]];
+        assert_eq!(bucket.keys.len(), 1);
+        assert_eq!(bucket.clients.len(), 2);
+        disable(&mut srv, &mut a);
+        assert_eq!(srv.ext.tracking.totals().2, 1);
+        disable(&mut srv, &mut b);
+        assert!(srv.ext.tracking.idle());
+        assert_eq!(srv.ext.tracking.clients, 0);
+    }
 }

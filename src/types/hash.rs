@@ -146,6 +146,13 @@ impl Hash {
         new
     }
 
+    /// Drops spare capacity after a write (small hashes are many: no slack).
+    pub fn fit(&mut self) {
+        if let Hash::Pack { buf, .. } = self {
+            pack::fit(buf);
+        }
+    }
+
     /// Removes a field; true when it was there.
     pub fn remove(&mut self, field: &[u8]) -> bool {
         match self {
@@ -230,5 +237,60 @@ mod tests {
         let mut g = Hash::new();
         g.set(b"f", b"123456789", LIM);
         assert_eq!(g.encoding(), "hashtable");
+    }
+
+    /// Random sets and removes against an insertion-ordered model, across
+    /// the conversion to the dict.
+    #[test]
+    fn behaves_like_an_ordered_map() {
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let lim = Limits {
+            entries: 40,
+            value: 20,
+        };
+        let mut h = Hash::new();
+        let mut model: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        for _ in 0..5000 {
+            let f = format!("f{}", next() % 60).into_bytes();
+            let v = "v".repeat((next() % 22) as usize).into_bytes();
+            if next() % 3 == 0 {
+                let was = model.iter().position(|(k, _)| *k == f);
+                assert_eq!(h.remove(&f), was.is_some());
+                if let Some(i) = was {
+                    model.remove(i);
+                }
+            } else {
+                let new = h.set(&f, &v, lim);
+                match model.iter_mut().find(|(k, _)| *k == f) {
+                    Some(e) => {
+                        assert!(!new);
+                        e.1 = v;
+                    }
+                    None => {
+                        assert!(new);
+                        model.push((f, v));
+                    }
+                }
+            }
+            h.fit();
+            assert_eq!(h.len(), model.len());
+            if h.encoding() == "listpack" {
+                let got: Vec<(&[u8], &[u8])> = h.iter().collect();
+                let want: Vec<(&[u8], &[u8])> =
+                    model.iter().map(|(k, v)| (&k[..], &v[..])).collect();
+                assert_eq!(got, want);
+            } else {
+                for (k, v) in &model {
+                    assert_eq!(h.get(k), Some(&v[..]));
+                }
+            }
+        }
+        assert_eq!(h.encoding(), "hashtable");
     }
 }

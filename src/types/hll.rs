@@ -13,7 +13,7 @@ pub const P: u32 = 14;
 pub const Q: u32 = 64 - P;
 pub const REGISTERS: usize = 1 << P;
 pub const HDR: usize = 16;
-pub const DENSE_SIZE: usize = HDR + (REGISTERS * 6 + 7) / 8;
+pub const DENSE_SIZE: usize = HDR + (REGISTERS * 6).div_ceil(8);
 const REG_MAX: u8 = 63;
 const SPARSE_VAL_MAX_VALUE: u8 = 32;
 const SPARSE_VAL_MAX_LEN: usize = 4;
@@ -383,6 +383,31 @@ pub fn store_registers(
         }
     }
     Ok(())
+}
+
+/// Every register of a dense HLL.
+pub fn registers(b: &[u8]) -> Vec<u8> {
+    (0..REGISTERS).map(|i| dense_get(&b[HDR..], i)).collect()
+}
+
+/// The sparse opcodes as PFDEBUG DECODE prints them (`z:len`, `Z:len`,
+/// `v:value,len`), or None for a dense HLL.
+pub fn decode_sparse(b: &[u8]) -> Option<String> {
+    if is_dense(b) {
+        return None;
+    }
+    let mut parts = Vec::new();
+    let mut p = HDR;
+    while p < b.len() {
+        let op = Op::at(b, p);
+        parts.push(match op {
+            Op::Zero(n) => format!("z:{n}"),
+            Op::XZero(n) => format!("Z:{n}"),
+            Op::Val(v, n) => format!("v:{v},{n}"),
+        });
+        p += op.bytes();
+    }
+    Some(parts.join(" "))
 }
 
 /// The register histogram of an HLL.

@@ -4,6 +4,8 @@
 //! node grows while it stays within the `list-max-listpack-size` limit it was
 //! filled under (negative: a byte budget of 4, 8, 16, 32 or 64 KiB; positive:
 //! an entry count, with an 8 KiB safety cap), otherwise a new node starts.
+//! Only the two end nodes may carry spare capacity (they are where pushes
+//! land); a node gets trimmed to size when a new node starts beside it.
 //! Redis 7.0 reports every list as `quicklist`, whatever its size.
 
 use std::collections::VecDeque;
@@ -93,7 +95,10 @@ impl List {
                     pack::insert(&mut n.buf, 0, v);
                     n.count += 1;
                 }
-                _ => {
+                full => {
+                    if let Some(f) = full {
+                        pack::fit(&mut f.buf); // done growing: no slack kept
+                    }
                     let mut n = Node::default();
                     pack::push(&mut n.buf, v);
                     n.count = 1;
@@ -105,7 +110,10 @@ impl List {
                     pack::push(&mut n.buf, v);
                     n.count += 1;
                 }
-                _ => {
+                full => {
+                    if let Some(f) = full {
+                        pack::fit(&mut f.buf);
+                    }
                     let mut n = Node::default();
                     pack::push(&mut n.buf, v);
                     n.count = 1;

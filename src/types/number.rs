@@ -5,6 +5,10 @@ pub use crate::resp::decode::parse_i64;
 /// Formats like C's `printf("%.17g", d)`, which is how Redis 7.0 replies with
 /// doubles (`addReplyDouble`), with `inf`/`-inf` spelled out.
 pub fn fmt_double(d: f64) -> String {
+    // Fast path: an integral value below 1e15 prints as the integer itself.
+    if d.fract() == 0.0 && d.abs() < 1e15 && d != 0.0 {
+        return itoa::Buffer::new().format(d as i64).to_string();
+    }
     fmt_g(d, 17)
 }
 
@@ -34,8 +38,30 @@ pub fn fmt_g(d: f64, prec: usize) -> String {
         let sign = if exp < 0 { '-' } else { '+' };
         format!("{mant}e{sign}{:02}", exp.abs())
     } else {
-        let decimals = (prec as i32 - 1 - exp).max(0) as usize;
-        strip_zeros(&format!("{:.*}", decimals, d)).to_string()
+        // Fixed notation from the same rounded digits (one exact conversion
+        // instead of two): %.Pg prints P significant digits either way.
+        let (neg, m) = match mant.strip_prefix('-') {
+            Some(m) => (true, m),
+            None => (false, mant),
+        };
+        let digits: String = m.chars().filter(|c| *c != '.').collect();
+        let mut out = String::with_capacity(digits.len() + 8);
+        if neg {
+            out.push('-');
+        }
+        if exp >= 0 {
+            let int_len = exp as usize + 1;
+            out.push_str(&digits[..int_len]);
+            out.push('.');
+            out.push_str(&digits[int_len..]);
+        } else {
+            out.push_str("0.");
+            for _ in 0..(-exp - 1) {
+                out.push('0');
+            }
+            out.push_str(&digits);
+        }
+        strip_zeros(&out).to_string()
     }
 }
 
@@ -126,6 +152,47 @@ mod tests {
         assert_eq!(fmt_double(0.0001), "0.0001");
         assert_eq!(fmt_double(12345678901234567.0), "12345678901234568");
         assert_eq!(fmt_double(f64::INFINITY), "inf");
+        assert_eq!(fmt_double(-42.0), "-42");
+        assert_eq!(fmt_double(999_999_999_999_999.0), "999999999999999");
+        assert_eq!(fmt_double(1e15), "1000000000000000");
+        assert_eq!(fmt_double(-0.0), "-0");
+        assert_eq!(fmt_double(-1.1), "-1.1000000000000001");
+        assert_eq!(fmt_double(0.1), "0.10000000000000001");
+        assert_eq!(fmt_double(123.456), "123.456");
+        assert_eq!(fmt_double(0.000123), "0.00012300000000000001");
+        assert_eq!(
+            fmt_double(-0.00012345678901234567),
+            "-0.00012345678901234567"
+        );
+        assert_eq!(fmt_double(1e16 + 2.0), "10000000000000002");
+        assert_eq!(fmt_double(2.5e-5), "2.5000000000000001e-05");
+        assert_eq!(fmt_g(0.5, 17), "0.5");
+        assert_eq!(fmt_g(1234.5, 3), "1.23e+03");
+    }
+
+    /// The fixed-notation digits come from the scientific conversion; check
+    /// them against a direct fixed conversion over many doubles.
+    #[test]
+    fn fixed_notation_matches_direct_conversion() {
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let mant = (x >> 11) as f64 / (1u64 << 53) as f64;
+            let e = (x % 24) as i32 - 5;
+            let d = mant * 10f64.powi(e) * if x & 1 == 1 { -1.0 } else { 1.0 };
+            if d == 0.0 {
+                continue;
+            }
+            let sci = format!("{:.16e}", d);
+            let exp: i32 = sci.split_once('e').unwrap().1.parse().unwrap();
+            if (-4..17).contains(&exp) {
+                let decimals = (16 - exp).max(0) as usize;
+                let direct = strip_zeros(&format!("{:.*}", decimals, d)).to_string();
+                assert_eq!(fmt_g(d, 17), direct, "{d:e}");
+            }
+        }
     }
 
     #[test]

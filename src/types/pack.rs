@@ -6,8 +6,10 @@
 //! read from its last byte backwards: the last byte carries the low 7 bits and
 //! has its high bit set when more significant groups precede it. An offset
 //! into the buffer is always the start of an entry (or the end of the buffer).
-//! Growth reserves exactly what an insertion needs, so a small collection
-//! costs its payload plus two or three bytes per entry, as a listpack does.
+//! Growth adds a quarter of the buffer at a time (so repeated pushes do not
+//! copy the buffer on every call), and owners call [`fit`] once a buffer is
+//! complete, so a small collection costs its payload plus two or three bytes
+//! per entry, as a listpack does.
 
 /// Bytes a LEB128 varint of `n` takes.
 #[inline]
@@ -97,10 +99,18 @@ pub fn prev(buf: &[u8], end: usize) -> Option<usize> {
     Some(i - head)
 }
 
+/// Makes room for `n` more bytes, growing by at least a quarter.
+#[inline]
+fn grow(buf: &mut Vec<u8>, n: usize) {
+    if buf.capacity() - buf.len() < n {
+        buf.reserve_exact(n.max(buf.len() / 4));
+    }
+}
+
 /// Inserts an entry at `off` (an entry boundary).
 pub fn insert(buf: &mut Vec<u8>, off: usize, data: &[u8]) {
     let n = entry_size(data.len());
-    buf.reserve_exact(n);
+    grow(buf, n);
     let old = buf.len();
     buf.resize(old + n, 0);
     buf.copy_within(off..old, off + n);
@@ -111,7 +121,7 @@ pub fn insert(buf: &mut Vec<u8>, off: usize, data: &[u8]) {
 #[inline]
 pub fn push(buf: &mut Vec<u8>, data: &[u8]) {
     let n = entry_size(data.len());
-    buf.reserve_exact(n);
+    grow(buf, n);
     let old = buf.len();
     buf.resize(old + n, 0);
     encode(data, &mut buf[old..]);
@@ -124,22 +134,37 @@ pub fn remove(buf: &mut Vec<u8>, off: usize) {
     shrink(buf);
 }
 
-/// Replaces the entry at `off` with `data`.
+/// Replaces the entry at `off` with `data`, moving the tail only when the size changes.
 pub fn replace(buf: &mut Vec<u8>, off: usize, data: &[u8]) {
     let (_, next) = entry_at(buf, off);
     let n = entry_size(data.len());
     let old = next - off;
+    let len = buf.len();
     if n > old {
-        buf.reserve_exact(n - old);
+        grow(buf, n - old);
+        buf.resize(len + n - old, 0);
+        buf.copy_within(next..len, off + n);
+    } else if n < old {
+        buf.copy_within(next..len, off + n);
+        buf.truncate(len - (old - n));
     }
-    buf.splice(off..next, std::iter::repeat_n(0, n));
     encode(data, &mut buf[off..off + n]);
-    shrink(buf);
+    if n < old {
+        shrink(buf);
+    }
 }
 
-/// Gives back spare capacity once a quarter of the allocation is unused.
+/// Gives back spare capacity once half of the allocation is unused (more
+/// than growth leaves, so pushes and pops at one end do not thrash).
 pub fn shrink(buf: &mut Vec<u8>) {
-    if buf.capacity() - buf.len() > buf.len() / 4 + 16 {
+    if buf.capacity() - buf.len() > buf.len() / 2 + 64 {
+        buf.shrink_to_fit();
+    }
+}
+
+/// Drops all spare capacity (a buffer that is done growing for now).
+pub fn fit(buf: &mut Vec<u8>) {
+    if buf.capacity() != buf.len() {
         buf.shrink_to_fit();
     }
 }
@@ -216,6 +241,7 @@ mod tests {
         for it in &items {
             push(&mut buf, it);
         }
+        fit(&mut buf);
         assert_eq!(buf.capacity(), buf.len());
         let fwd: Vec<&[u8]> = Iter::new(&buf).collect();
         assert_eq!(fwd.len(), items.len());

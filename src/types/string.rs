@@ -5,13 +5,25 @@ use std::borrow::Cow;
 /// Longest string Redis stores as `embstr` (`OBJ_ENCODING_EMBSTR_SIZE_LIMIT`).
 pub const EMBSTR_MAX: usize = 44;
 
+/// Longest string kept inside the value itself, without a heap allocation
+/// (what fits next to the length byte and the enum tag in 32 bytes).
+pub const INLINE_MAX: usize = 30;
+
 /// A string value. `Int` holds values that `string2ll` accepts (canonical
 /// decimal, no leading zeros, at most 20 bytes), so formatting it gives back
-/// exactly the bytes that were stored. `Raw` is what in-place edits (APPEND,
-/// SETRANGE, SETBIT) produce, as in Redis.
+/// exactly the bytes that were stored. `Small` and `Emb` are both Redis's
+/// `embstr` (at most 44 bytes): `Small` stores up to [`INLINE_MAX`] bytes
+/// inline, saving an allocation per key, `Emb` the rest on the heap. `Raw`
+/// is what longer values and in-place edits (APPEND, SETRANGE, SETBIT)
+/// produce, as in Redis.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Str {
     Int(i64),
+    /// Invariant: `len as usize <= INLINE_MAX`; bytes past `len` are zero.
+    Small {
+        len: u8,
+        buf: [u8; INLINE_MAX],
+    },
     Emb(Vec<u8>),
     Raw(Vec<u8>),
 }
@@ -24,11 +36,7 @@ impl Str {
                 return Str::Int(n);
             }
         }
-        if b.len() <= EMBSTR_MAX {
-            Str::Emb(b.to_vec())
-        } else {
-            Str::Raw(b.to_vec())
-        }
+        Str::plain_from_slice(b)
     }
 
     pub fn from_vec(v: Vec<u8>) -> Str {
@@ -37,27 +45,50 @@ impl Str {
                 return Str::Int(n);
             }
         }
-        if v.len() <= EMBSTR_MAX {
+        Str::plain(v)
+    }
+
+    /// A value never integer-encoded (`createStringObject`: INCRBYFLOAT results).
+    pub fn plain(v: Vec<u8>) -> Str {
+        if v.len() <= INLINE_MAX {
+            Str::plain_from_slice(&v)
+        } else if v.len() <= EMBSTR_MAX {
             Str::Emb(v)
         } else {
             Str::Raw(v)
         }
     }
 
-    /// A value never integer-encoded (`createStringObject`: INCRBYFLOAT results).
-    pub fn plain(v: Vec<u8>) -> Str {
-        if v.len() <= EMBSTR_MAX {
-            Str::Emb(v)
+    fn plain_from_slice(b: &[u8]) -> Str {
+        if b.len() <= INLINE_MAX {
+            let mut buf = [0u8; INLINE_MAX];
+            buf[..b.len()].copy_from_slice(b);
+            Str::Small {
+                len: b.len() as u8,
+                buf,
+            }
+        } else if b.len() <= EMBSTR_MAX {
+            Str::Emb(b.to_vec())
         } else {
-            Str::Raw(v)
+            Str::Raw(b.to_vec())
         }
     }
 
     pub fn encoding(&self) -> &'static str {
         match self {
             Str::Int(_) => "int",
-            Str::Emb(_) => "embstr",
+            Str::Small { .. } | Str::Emb(_) => "embstr",
             Str::Raw(_) => "raw",
+        }
+    }
+
+    /// The stored bytes, when the value is not integer-encoded.
+    #[inline]
+    pub fn as_slice(&self) -> Option<&[u8]> {
+        match self {
+            Str::Int(_) => None,
+            Str::Small { len, buf } => Some(&buf[..*len as usize]),
+            Str::Emb(v) | Str::Raw(v) => Some(v),
         }
     }
 
@@ -65,13 +96,14 @@ impl Str {
     pub fn as_bytes(&self) -> Cow<'_, [u8]> {
         match self {
             Str::Int(n) => Cow::Owned(itoa::Buffer::new().format(*n).as_bytes().to_vec()),
-            Str::Emb(v) | Str::Raw(v) => Cow::Borrowed(v),
+            _ => Cow::Borrowed(self.as_slice().unwrap_or_default()),
         }
     }
 
     pub fn len(&self) -> usize {
         match self {
             Str::Int(n) => itoa::Buffer::new().format(*n).len(),
+            Str::Small { len, .. } => *len as usize,
             Str::Emb(v) | Str::Raw(v) => v.len(),
         }
     }
@@ -84,7 +116,7 @@ impl Str {
     pub fn as_i64(&self) -> Option<i64> {
         match self {
             Str::Int(n) => Some(*n),
-            Str::Emb(v) | Str::Raw(v) => super::number::parse_i64(v),
+            _ => super::number::parse_i64(self.as_slice()?),
         }
     }
 
@@ -94,6 +126,7 @@ impl Str {
         let bytes = match self {
             Str::Raw(_) => None,
             Str::Int(n) => Some(itoa::Buffer::new().format(*n).as_bytes().to_vec()),
+            Str::Small { len, buf } => Some(buf[..*len as usize].to_vec()),
             Str::Emb(v) => Some(std::mem::take(v)),
         };
         if let Some(b) = bytes {
@@ -114,10 +147,30 @@ mod tests {
     fn encodings_follow_redis() {
         assert_eq!(Str::from_bytes(b"123").encoding(), "int");
         assert_eq!(Str::from_bytes(b"0123").encoding(), "embstr");
+        assert_eq!(Str::from_bytes(&[b'a'; 30]).encoding(), "embstr");
+        assert_eq!(Str::from_bytes(&[b'a'; 31]).encoding(), "embstr");
         assert_eq!(Str::from_bytes(&[b'a'; 44]).encoding(), "embstr");
         assert_eq!(Str::from_bytes(&[b'a'; 45]).encoding(), "raw");
+        assert_eq!(Str::plain(b"1".to_vec()).encoding(), "embstr");
         let mut s = Str::from_bytes(b"12");
         s.make_raw().push(b'3');
         assert_eq!(s, Str::Raw(b"123".to_vec()));
+        let mut s = Str::from_bytes(b"ab");
+        s.make_raw().push(b'c');
+        assert_eq!(s.as_bytes(), &b"abc"[..]);
+        assert_eq!(s.encoding(), "raw");
+    }
+
+    #[test]
+    fn every_form_gives_back_its_bytes() {
+        for n in [0usize, 1, 20, 29, 30, 31, 44, 45, 100] {
+            let b: Vec<u8> = (0..n).map(|i| b'a' + (i % 26) as u8).collect();
+            let s = Str::from_bytes(&b);
+            assert_eq!(s.as_bytes(), &b[..]);
+            assert_eq!(s.len(), n);
+            assert_eq!(Str::from_vec(b.clone()), s);
+        }
+        assert_eq!(Str::from_bytes(b"-42").as_bytes(), &b"-42"[..]);
+        assert_eq!(std::mem::size_of::<Str>(), 32);
     }
 }

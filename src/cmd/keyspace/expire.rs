@@ -20,7 +20,7 @@ struct Cond {
 fn parse_cond(args: &mut Args) -> Result<Cond, Error> {
     let mut c = Cond::default();
     args.set_pos(3);
-    while let Some(opt) = args.next() {
+    for opt in args.by_ref() {
         if opt.eq_ignore_ascii_case(b"NX") {
             c.nx = true;
         } else if opt.eq_ignore_ascii_case(b"XX") {

@@ -20,7 +20,7 @@ pub static SUBCOMMANDS: &[CommandSpec] = &[
 fn lookup<'a>(ctx: &'a mut Ctx, args: &Args) -> Option<&'a Entry> {
     let key = args.at(2);
     let (db, out) = ctx.db_out();
-    let e = db.get_no_touch(key);
+    let e = db.lookup_no_touch(key);
     if e.is_none() {
         out.null();
     }

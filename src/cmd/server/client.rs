@@ -222,7 +222,9 @@ fn laddr(c: &Client) -> String {
 }
 
 /// One CLIENT LIST line (without the newline), fields as Redis 7.2 prints them.
-pub fn describe(c: &Client, current: bool) -> String {
+/// `argv_mem` is the size of the arguments of the command running (the
+/// caller's CLIENT LIST/INFO; 0 for the others, whose arguments are freed).
+pub fn describe(c: &Client, current: bool, argv_mem: usize) -> String {
     let mut flags = String::new();
     if c.monitor {
         flags.push('O');
@@ -283,8 +285,12 @@ pub fn describe(c: &Client, current: bool) -> String {
         c.shard_channels.len(),
         multi,
         c.qbuf,
-        if c.qbuf > 0 { 16384usize.saturating_sub(c.qbuf) } else { 0 },
-        0,
+        if c.qbuf > 0 {
+            16384usize.saturating_sub(c.qbuf)
+        } else {
+            0
+        },
+        if current { argv_mem } else { 0 },
         multi_mem,
         rbs,
         rbs,
@@ -336,6 +342,7 @@ fn list(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     }
     // Redis shows the running command as the caller's `cmd=`.
     ctx.client.last_cmd = ctx.spec.name;
+    let argv_mem: usize = args.from(0).map(|a| a.len()).sum();
     let mut text = String::new();
     each_client(ctx.srv, ctx.client, |c, cur| {
         if ty.is_some_and(|t| t != type_of(c)) {
@@ -344,7 +351,7 @@ fn list(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         if ids.as_ref().is_some_and(|v| !v.contains(&c.id)) {
             return;
         }
-        text.push_str(&describe(c, cur));
+        text.push_str(&describe(c, cur, argv_mem));
         text.push('\n');
     });
     ctx.out().verbatim(text.as_bytes());
@@ -355,9 +362,10 @@ fn list(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// CLIENT INFO
 /// ```
 /// Verbatim string: this connection's CLIENT LIST line.
-fn info(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
+fn info(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     ctx.client.last_cmd = ctx.spec.name;
-    let mut text = describe(ctx.client, true);
+    let argv_mem = args.from(0).map(|a| a.len()).sum();
+    let mut text = describe(ctx.client, true, argv_mem);
     text.push('\n');
     ctx.out().verbatim(text.as_bytes());
     Ok(())

@@ -121,12 +121,15 @@ fn set(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     }
     let before = ctx.srv.config.clone();
     for (name, p, value) in &pairs {
-        let result = ctx
-            .srv
-            .config
-            .set(p.name, value)
-            .and_then(|_| runtime_check(ctx, p.name, &before));
-        if let Err(why) = result {
+        if let Err(why) = ctx.srv.config.set(p.name, value) {
+            ctx.srv.config = before;
+            return Err(set_failed(name, &why));
+        }
+    }
+    // Listening sockets change last, once every value is valid, so a failed
+    // pair never leaves the server listening somewhere new.
+    for (name, p, _) in &pairs {
+        if let Err(why) = runtime_check(ctx, p.name, &before) {
             ctx.srv.config = before;
             return Err(set_failed(name, &why));
         }
@@ -140,24 +143,51 @@ fn set(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 fn protected_allowed(ctx: &Ctx) -> bool {
     match ctx.srv.config.get("enable-protected-configs") {
         Some("yes") => true,
-        Some("local") => {
-            ctx.client.conn_kind == crate::server::client::ConnKind::Unix
-                || ctx.client.addr.starts_with("127.")
-                || ctx.client.addr.starts_with("[::1]")
-        }
+        Some("local") => super::is_local(ctx.client),
         _ => false,
     }
 }
 
-/// Changes Oxidis cannot make while running fail with the error Redis gives
-/// when it cannot make them either (listening sockets are bound at start-up).
-fn runtime_check(ctx: &Ctx, name: &str, before: &crate::config::Config) -> Result<(), String> {
+/// Re-binds the TCP listeners when `port` or `bind` changed: the new sockets
+/// are bound first, so a failure (Redis's error texts) leaves the old ones
+/// serving; on success the old accept loops stop (connections stay open).
+fn runtime_check(ctx: &mut Ctx, name: &str, before: &crate::config::Config) -> Result<(), String> {
     let cfg = &ctx.srv.config;
-    match name {
-        "port" if cfg.port != before.port => Err("Unable to listen on this port".into()),
-        "bind" if cfg.bind != before.bind => Err("Failed to bind to specified addresses.".into()),
-        _ => Ok(()),
+    // One re-bind covers a port and a bind change in the same CONFIG SET.
+    let changed = matches!(name, "port" | "bind")
+        && (cfg.port != before.port || cfg.bind != before.bind)
+        && ctx.srv.ext.tcp_addrs != (cfg.bind.clone(), cfg.port);
+    if !changed {
+        return Ok(());
     }
+    let fail = || {
+        if name == "port" {
+            "Unable to listen on this port. Check server logs.".to_string()
+        } else {
+            "Failed to bind to specified addresses.".to_string()
+        }
+    };
+    let Some(me) = ctx.srv.ext.self_ref.as_ref().and_then(|w| w.upgrade()) else {
+        return Err(fail());
+    };
+    let listeners = crate::server::listener::bind_tcp(cfg).map_err(|_| fail())?;
+    for h in ctx.srv.ext.tcp_accepts.drain(..) {
+        h.abort();
+    }
+    // The busy-script poller accepts on raw fds: give it the new sockets.
+    let script = &mut ctx.srv.ext.script;
+    script.listeners.retain(|(_, unix)| unix.is_some());
+    script.listeners.extend(
+        listeners
+            .iter()
+            .map(|l| (std::os::fd::AsRawFd::as_raw_fd(l), None)),
+    );
+    ctx.srv.ext.tcp_accepts = listeners
+        .into_iter()
+        .map(|l| crate::server::listener::spawn_tcp_accept(&me, l))
+        .collect();
+    ctx.srv.ext.tcp_addrs = (cfg.bind.clone(), cfg.port);
+    Ok(())
 }
 
 /// Effects of a successful CONFIG SET on running state.
@@ -184,6 +214,7 @@ fn after_set(ctx: &mut Ctx, before: &crate::config::Config) {
 /// `OK`: INFO's counters, command and error stats start again from zero.
 fn resetstat(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
     ctx.srv.stats.reset();
+    ctx.srv.ext.latency = Default::default();
     for db in ctx.srv.ks.dbs.iter_mut() {
         db.hits = 0;
         db.misses = 0;

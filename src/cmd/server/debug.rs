@@ -5,7 +5,6 @@ use crate::command::flags::*;
 use crate::command::{Args, CommandSpec};
 use crate::db::Value as DbValue;
 use crate::error::{CmdResult, Error};
-use crate::server::client::ConnKind;
 use crate::server::Ctx;
 
 pub static MEMORY_SUBS: &[CommandSpec] = &[
@@ -44,11 +43,7 @@ const DEBUG_REFUSED: &str = "DEBUG command not allowed. If the enable-debug-comm
 pub fn debug(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let allowed = match ctx.srv.config.enable_debug {
         1 => true,
-        2 => {
-            ctx.client.conn_kind == ConnKind::Unix
-                || ctx.client.addr.starts_with("127.")
-                || ctx.client.addr.starts_with("[::1]")
-        }
+        2 => super::is_local(ctx.client),
         _ => false,
     };
     if !allowed {
@@ -76,31 +71,52 @@ fn help(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
     super::help(ctx, HELP)
 }
 
-/// Rounds an allocation up to jemalloc's small size classes, as Redis's sizes reflect.
+/// Rounds an allocation up to jemalloc's size classes (8, 16, then 16-byte
+/// steps to 128, then four classes per doubling), as Redis's sizes reflect.
 fn alloc_size(n: usize) -> usize {
-    match n {
-        0..=8 => 8,
-        9..=16 => 16,
-        17..=128 => n.div_ceil(16) * 16,
-        _ => n.next_power_of_two().min(n.div_ceil(4096) * 4096).max(n),
+    if n <= 8 {
+        return 8;
     }
+    if n <= 128 {
+        return n.div_ceil(16) * 16;
+    }
+    let k = usize::BITS - 1 - (n - 1).leading_zeros(); // 2^k < n <= 2^(k+1)
+    let step = 1usize << (k - 2);
+    n.div_ceil(step) * step
 }
 
-/// An estimate of the bytes a key and its value take, in the spirit of Redis's
-/// `objectComputeSize` (Oxidis's structures differ, so the figures do too).
-fn usage_of(key: &[u8], v: &DbValue) -> usize {
-    let entry = 24 + alloc_size(key.len() + 4) + 16;
-    let body = match v {
-        DbValue::Str(s) => match s.as_i64() {
-            Some(_) if s.len() <= 20 => 0,
-            _ => alloc_size(s.len() + 4),
-        },
-        DbValue::List(l) => 32 + l.len() * 16,
-        DbValue::Hash(h) => 32 + h.len() * 32,
-        DbValue::Set(s) => 32 + s.len() * 16,
-        DbValue::ZSet(z) => 64 + z.len() * 48,
+/// Bytes of an sds string holding `len` bytes (header, bytes, NUL), allocated.
+fn sds_size(len: usize) -> usize {
+    let header = match len {
+        0..=31 => 1,
+        32..=255 => 3,
+        256..=65535 => 5,
+        _ => 9,
     };
-    entry + body
+    alloc_size(header + len + 1)
+}
+
+/// Redis's `robj` header.
+const ROBJ: usize = 16;
+/// Redis's `dictEntry`.
+const DICT_ENTRY: usize = 24;
+
+/// Bytes a key and its value take. Strings follow Redis's `objectComputeSize`
+/// (int, embstr up to 44 bytes, raw), so they match Redis; collections are an
+/// estimate from Oxidis's own structures.
+fn usage_of(key: &[u8], v: &DbValue) -> usize {
+    let body = match v {
+        DbValue::Str(s) => match s.encoding() {
+            "int" => ROBJ,
+            "embstr" => alloc_size(ROBJ + 3 + s.len() + 1),
+            _ => ROBJ + sds_size(s.len()),
+        },
+        DbValue::List(l) => ROBJ + 32 + l.len() * 16,
+        DbValue::Hash(h) => ROBJ + 32 + h.len() * 32,
+        DbValue::Set(s) => ROBJ + 32 + s.len() * 16,
+        DbValue::ZSet(z) => ROBJ + 64 + z.len() * 48,
+    };
+    DICT_ENTRY + sds_size(key.len()) + body
 }
 
 /// ```text

@@ -19,6 +19,7 @@ const SECTIONS: &[(&str, bool)] = &[
     ("modules", true),
     ("commandstats", false),
     ("errorstats", true),
+    ("latencystats", false),
     ("cluster", true),
     ("keyspace", true),
 ];
@@ -69,6 +70,7 @@ pub fn render(ctx: &mut Ctx, pick: impl Fn(&str, bool) -> bool) -> String {
             "modules" => out.push_str("# Modules\r\n"),
             "commandstats" => commandstats(srv, &mut out),
             "errorstats" => errorstats(srv, &mut out),
+            "latencystats" => super::latency::section(srv, &mut out),
             "cluster" => out.push_str("# Cluster\r\ncluster_enabled:0\r\n"),
             "keyspace" => keyspace(srv, &mut out),
             _ => {}

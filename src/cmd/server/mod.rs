@@ -1,11 +1,12 @@
-//! Server commands: CONFIG, CLIENT, COMMAND, INFO, SLOWLOG, MEMORY, DEBUG,
-//! TIME, LASTSAVE, MONITOR, SHUTDOWN.
+//! Server commands: CONFIG, CLIENT, COMMAND, INFO, SLOWLOG, LATENCY, MEMORY, DEBUG,
+//! TIME, LASTSAVE, ROLE, MONITOR, SHUTDOWN.
 
 mod client;
 mod command;
 mod config;
 mod debug;
 pub mod info;
+pub mod latency;
 pub mod slowlog;
 
 use crate::command::flags::*;
@@ -24,9 +25,17 @@ pub static SPECS: &[CommandSpec] = &[
     CommandSpec::new("info", -1, LOADING | STALE, (0, 0, 0), info::info),
     CommandSpec::new("time", 1, LOADING | STALE | FAST, (0, 0, 0), time),
     CommandSpec::new("lastsave", 1, LOADING | STALE | FAST, (0, 0, 0), lastsave),
+    CommandSpec::new(
+        "role",
+        1,
+        NOSCRIPT | LOADING | STALE | FAST,
+        (0, 0, 0),
+        role,
+    ),
     CommandSpec::new("monitor", 1, ADMIN_SUB, (0, 0, 0), monitor),
     CommandSpec::container("slowlog", -2, slowlog::SUBS),
     CommandSpec::container("memory", -2, debug::MEMORY_SUBS),
+    CommandSpec::container("latency", -2, latency::SUBS),
     CommandSpec::new("debug", -2, ADMIN_SUB, (0, 0, 0), debug::debug),
     CommandSpec::new(
         "shutdown",
@@ -59,6 +68,14 @@ pub(crate) fn wrong_sub_args(args: &Args, cmd: &str) -> Error {
     )
 }
 
+/// True for a client on a unix socket or the loopback interface (what
+/// `enable-debug-command local` and `enable-protected-configs local` allow).
+pub(crate) fn is_local(c: &crate::server::client::Client) -> bool {
+    c.conn_kind == crate::server::client::ConnKind::Unix
+        || c.addr.starts_with("127.")
+        || c.addr.starts_with("[::1]")
+}
+
 /// ```text
 /// TIME
 /// ```
@@ -79,6 +96,20 @@ fn time(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
 fn lastsave(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
     let t = ctx.srv.last_save_unix;
     ctx.out().int(t);
+    Ok(())
+}
+
+/// ```text
+/// ROLE
+/// ```
+/// Array: `master`, the replication offset (0), and the replicas (none):
+/// Oxidis is always a master without replicas.
+fn role(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
+    let out = ctx.out();
+    out.array(3);
+    out.bulk(b"master");
+    out.int(0);
+    out.empty_array();
     Ok(())
 }
 

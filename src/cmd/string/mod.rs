@@ -48,7 +48,7 @@ pub static SPECS: &[CommandSpec] = &[
 pub fn reply_str(out: &mut Reply, s: &Str) {
     match s {
         Str::Int(n) => out.bulk_int(*n),
-        Str::Emb(v) | Str::Raw(v) => out.bulk(v),
+        _ => out.bulk(s.as_slice().unwrap_or_default()),
     }
 }
 

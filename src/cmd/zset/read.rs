@@ -214,13 +214,44 @@ pub fn zscan(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             return Err(Error::Syntax);
         }
     }
+    let len = z.len();
     let (start, end) = if z.is_listpack() {
-        (0, z.len())
+        (0, len)
     } else {
-        let s = (cursor as usize).min(z.len());
-        (s, s.saturating_add(count).min(z.len()))
+        // The cursor is the last score returned (order-preserving bits); a
+        // batch always ends at the end of a run of equal scores, so removals
+        // and insertions never make a scan skip a member.
+        let s = if cursor == 0 {
+            0
+        } else {
+            let last = cursor_score(cursor);
+            z.score_ranks(&ScoreRange {
+                min: last,
+                max: f64::INFINITY,
+                minex: true,
+                maxex: false,
+            })
+            .0
+        };
+        let mut e = s.saturating_add(count).min(len);
+        if e > s && e < len {
+            let last = z.at(e - 1).1;
+            e = z
+                .score_ranks(&ScoreRange {
+                    min: last,
+                    max: last,
+                    minex: false,
+                    maxex: false,
+                })
+                .1;
+        }
+        (s, e)
     };
-    let next = if end >= z.len() { 0 } else { end as u64 };
+    let next = if end >= len {
+        0
+    } else {
+        score_cursor(z.at(end - 1).1)
+    };
     let keep = |m: &[u8]| match pattern {
         None => true,
         Some(p) => p == b"*" || crate::types::glob::matches(p, m, false),
@@ -256,4 +287,25 @@ fn parse_cursor(s: &[u8]) -> Option<u64> {
     }
     let v: u64 = std::str::from_utf8(digits).ok()?.parse().ok()?;
     Some(if neg { v.wrapping_neg() } else { v })
+}
+
+/// A score as a ZSCAN cursor: its bits mapped so that integer order is score
+/// order (never 0 for a score, since scores are not NaN).
+fn score_cursor(s: f64) -> u64 {
+    let b = s.to_bits();
+    if b >> 63 == 1 {
+        !b
+    } else {
+        b | 1 << 63
+    }
+}
+
+fn cursor_score(c: u64) -> f64 {
+    let b = if c >> 63 == 1 { c & !(1 << 63) } else { !c };
+    let s = f64::from_bits(b);
+    if s.is_nan() {
+        f64::NEG_INFINITY
+    } else {
+        s
+    }
 }

@@ -64,7 +64,7 @@ fn add_generic(ctx: &mut Ctx, args: &mut Args, f: AddFlags) -> CmdResult {
     let key = args.at(1);
     let first = args.pos();
     let elements = args.remaining();
-    if elements == 0 || elements % 2 != 0 {
+    if elements == 0 || !elements.is_multiple_of(2) {
         return Err(Error::Syntax);
     }
     let pairs = elements / 2;
@@ -73,7 +73,7 @@ fn add_generic(ctx: &mut Ctx, args: &mut Args, f: AddFlags) -> CmdResult {
             "XX and NX options at the same time are not compatible",
         ));
     }
-    if (f.gt && f.nx) || (f.lt && f.nx) || (f.gt && f.lt) {
+    if (f.nx && (f.gt || f.lt)) || (f.gt && f.lt) {
         return Err(Error::msg(
             "GT, LT, and/or NX options at the same time are not compatible",
         ));
@@ -129,7 +129,7 @@ fn add_generic(ctx: &mut Ctx, args: &mut Args, f: AddFlags) -> CmdResult {
                 result = new;
                 processed += 1;
                 if new != cur {
-                    z.set(m, new, limits);
+                    z.update_existing(m, cur, new);
                     updated += 1;
                 }
             }

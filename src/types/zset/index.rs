@@ -223,6 +223,15 @@ impl Index {
             return;
         }
         let (mut ci, off) = self.locate(start);
+        if off + left <= self.chunks[ci].len() {
+            // Within one chunk (pops, small rank ranges): O(log n) bookkeeping.
+            for e in self.chunks[ci].drain(off..off + left) {
+                f(e);
+            }
+            self.len -= left;
+            self.after_shrink(ci, left);
+            return;
+        }
         let mut off = off;
         while left > 0 {
             let c = &mut self.chunks[ci];
@@ -282,8 +291,8 @@ impl Index {
     }
 
     /// Edits entries in place; `f` must keep the order (e.g. -0 to 0).
-    pub fn for_each_mut(&mut self, mut f: impl FnMut(&mut Entry)) {
-        self.chunks.iter_mut().flatten().for_each(|e| f(e));
+    pub fn for_each_mut(&mut self, f: impl FnMut(&mut Entry)) {
+        self.chunks.iter_mut().flatten().for_each(f);
     }
 
     /// Every member pointer (for freeing and cloning).

@@ -81,7 +81,10 @@ impl Member {
         unsafe { std::ptr::write_unaligned(self.0.as_ptr() as *mut [u8; 8], score.to_le_bytes()) }
     }
 
-    /// Frees the block. The caller guarantees no copy of this pointer is used afterwards.
+    /// Frees the block.
+    ///
+    /// # Safety
+    /// The block must be live and no copy of this pointer may be used afterwards.
     pub unsafe fn free(self) {
         let (h, n) = self.header();
         let total = h + n;

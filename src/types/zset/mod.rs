@@ -239,6 +239,18 @@ impl ZSet {
         }
     }
 
+    /// Moves a member known to hold `old` to `new` without looking it up
+    /// again (ZADD/ZINCRBY after reading the score).
+    pub fn update_existing(&mut self, m: &[u8], old: f64, new: f64) {
+        let new = self.stored(new);
+        if old != new {
+            if let Some(p) = self.index.remove(old, m) {
+                p.set_score(new);
+                self.index.insert(new, p);
+            }
+        }
+    }
+
     /// Removes a member; returns its score.
     pub fn remove(&mut self, m: &[u8]) -> Option<f64> {
         let p = self.find(m)?;

@@ -85,8 +85,8 @@ fn index_matches_sorted_vec_model() {
                     let r = ScoreRange {
                         min: score,
                         max: score + (rng.next() % 10) as f64,
-                        minex: rng.next() % 2 == 0,
-                        maxex: rng.next() % 2 == 0,
+                        minex: rng.next().is_multiple_of(2),
+                        maxex: rng.next().is_multiple_of(2),
                     };
                     let (a, b) = z.score_ranks(&r);
                     let expect: Vec<usize> = (0..model.len())
@@ -99,12 +99,21 @@ fn index_matches_sorted_vec_model() {
                     assert_eq!((a..b).collect::<Vec<_>>(), expect, "step {step}");
                 }
                 _ => {
-                    if !model.is_empty() && rng.next() % 4 == 0 {
+                    if !model.is_empty() && rng.next().is_multiple_of(4) {
                         let a = (rng.next() as usize) % model.len();
                         let n = (rng.next() as usize) % 300;
                         let b = (a + n).min(model.len());
                         assert_eq!(z.remove_ranks(a, b), b - a);
                         model.drain(a..b);
+                    } else if !model.is_empty() {
+                        let max = rng.next().is_multiple_of(2);
+                        let (m, s) = z.pop(max).unwrap();
+                        let (ms, mm) = if max {
+                            model.pop().unwrap()
+                        } else {
+                            model.remove(0)
+                        };
+                        assert_eq!((s, m), (ms, mm));
                     }
                 }
             }

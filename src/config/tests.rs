@@ -1,0 +1,103 @@
+//! Unit tests of configuration parsing and validation.
+
+use super::*;
+
+fn args(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn harness_style_flags() {
+    let c = from_args(&args(&[
+        "--port",
+        "7001",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--databases",
+        "4",
+    ]))
+    .unwrap();
+    assert_eq!(c.port, 7001);
+    assert_eq!(c.get("save"), Some(""));
+    assert_eq!(c.databases, 4);
+    let c = from_args(&args(&["--save", "--port", "7002"])).unwrap();
+    assert_eq!(c.get("save"), Some(""));
+    assert_eq!(c.port, 7002);
+}
+
+#[test]
+fn flags_become_quoted_config_lines() {
+    // `--port 7001` style, several words for one option, `--save` alone at the end.
+    let c = from_args(&args(&[
+        "--bind",
+        "127.0.0.1",
+        "::1",
+        "--notify-keyspace-events",
+        "KEA",
+        "--save",
+    ]))
+    .unwrap();
+    assert_eq!(c.bind, vec!["127.0.0.1".to_string(), "::1".to_string()]);
+    assert_eq!(c.get("notify-keyspace-events"), Some("AKE"));
+    assert_eq!(c.get("save"), Some(""));
+    // A value with spaces and quotes survives the quoting round trip.
+    let c = from_args(&args(&["--requirepass", "a \"b\" c"])).unwrap();
+    assert_eq!(c.requirepass.as_deref(), Some(&b"a \"b\" c"[..]));
+}
+
+#[test]
+fn file_then_flags_and_include() {
+    let dir = std::env::temp_dir().join(format!("oxidis-cfg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let inc = dir.join("inc.conf");
+    std::fs::write(&inc, "hz 33\nmaxmemory 2mb\n").unwrap();
+    let main = dir.join("main.conf");
+    std::fs::write(
+        &main,
+        format!(
+            "# c\nport 7100\ninclude {}\nsave 900 1\nsave 300 10\n",
+            inc.display()
+        ),
+    )
+    .unwrap();
+    let c = from_args(&args(&[main.to_str().unwrap(), "--hz", "44"])).unwrap();
+    assert_eq!(c.port, 7100);
+    assert_eq!(c.get("hz"), Some("44"));
+    assert_eq!(c.get("maxmemory"), Some("2097152"));
+    assert_eq!(c.get("save"), Some("900 1 300 10"));
+    assert!(c.config_file.is_some());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn fatal_errors_name_the_line() {
+    let e = from_args(&args(&["--port", "0", "--hz", "x"])).unwrap_err();
+    assert_eq!(
+        e,
+        "\n*** FATAL CONFIG FILE ERROR (Redis 7.0.15) ***\nReading the configuration file, at line 3\n>>> 'hz \"x\"'\nargument couldn't be parsed into an integer"
+    );
+    let e = from_args(&args(&["--appendonly", "maybe"])).unwrap_err();
+    assert!(e.ends_with(">>> 'appendonly \"maybe\"'\nargument must be 'yes' or 'no'"));
+    let e = from_args(&args(&["--maxmemory-policy", "x"])).unwrap_err();
+    assert!(e.ends_with("argument(s) must be one of the following: volatile-lru, volatile-lfu, volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction"));
+}
+
+#[test]
+fn aliases_share_one_value() {
+    let mut c = Config::default();
+    c.set("slave-read-only", "no").unwrap();
+    assert_eq!(c.get("replica-read-only"), Some("no"));
+    c.set("HASH-MAX-ZIPLIST-ENTRIES", "7").unwrap();
+    assert_eq!(c.get("hash-max-listpack-entries"), Some("7"));
+    assert_eq!(c.hash_max_listpack_entries, 7);
+}
+
+#[test]
+fn memory_units() {
+    assert_eq!(parse_memory("1gb"), Some(1 << 30));
+    assert_eq!(parse_memory("100k"), Some(100_000));
+    assert_eq!(parse_memory("12"), Some(12));
+    assert_eq!(parse_memory("x"), None);
+}
