@@ -447,3 +447,18 @@ fn deeply_nested_replies_match_redis_and_do_not_crash() {
     s.read_exact(&mut pong).unwrap();
     assert_eq!(&pong, b"+PONG\r\n");
 }
+
+/// While busy, SHUTDOWN needs NOSAVE; SHUTDOWN NOSAVE stops the script and the server.
+#[test]
+fn busy_script_and_shutdown_nosave() {
+    let h = common::start_with(&["--busy-reply-threshold", "50"]);
+    let mut other = common::Raw::connect(&h);
+    let mut runner = common::Raw::connect(&h);
+    runner.cmd(&[b"EVAL", b"while true do end", b"0"]);
+    assert_eq!(wait_busy(&mut other), BUSY);
+    other.cmd(&[b"SHUTDOWN"]);
+    assert_eq!(error_text(&other.read()), BUSY);
+    other.cmd(&[b"SHUTDOWN", b"NOSAVE"]);
+    assert!(other.closed_within(Duration::from_secs(10)));
+    h.wait();
+}

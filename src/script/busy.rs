@@ -247,7 +247,12 @@ fn run_one(srv: &mut Server, c: &mut Client, args: &Args, is_function: bool) {
             }
             c.reply.error_line(&e.text());
         }
-        Ok(cmd) if !cmd.spec.has(flags::ALLOW_BUSY) => {
+        // SHUTDOWN is allowed while busy only with NOSAVE (Redis's shutdownCommand).
+        Ok(cmd)
+            if !cmd.spec.has(flags::ALLOW_BUSY)
+                || (cmd.spec.name == "shutdown"
+                    && !args.from(1).any(|a| a.eq_ignore_ascii_case(b"nosave"))) =>
+        {
             if let Some(m) = c.multi.as_mut() {
                 m.aborted = true;
             }
