@@ -462,3 +462,27 @@ fn busy_script_and_shutdown_nosave() {
     assert!(other.closed_within(Duration::from_secs(10)));
     h.wait();
 }
+
+/// MONITOR shows EVAL (and FCALL) before the commands the script runs, and
+/// those as coming from `lua`, as Redis 7.0 does.
+#[test]
+fn monitor_shows_the_script_then_its_commands() {
+    let h = common::start();
+    let mut mon = common::Raw::connect(&h);
+    mon.cmd(&[b"MONITOR"]);
+    assert_eq!(mon.read(), Value::Simple(b"OK".to_vec()));
+    let mut c = common::Raw::connect(&h);
+    c.cmd(&[b"EVAL", b"return redis.call('incr', KEYS[1])", b"1", b"mon"]);
+    assert_eq!(c.read(), Value::Int(1));
+    let line = |v: Value| match v {
+        Value::Simple(s) => String::from_utf8(s).unwrap(),
+        other => panic!("{other:?}"),
+    };
+    let first = line(mon.read());
+    assert!(
+        first.ends_with("\"EVAL\" \"return redis.call('incr', KEYS[1])\" \"1\" \"mon\""),
+        "{first}"
+    );
+    let second = line(mon.read());
+    assert!(second.ends_with("[0 lua] \"incr\" \"mon\""), "{second}");
+}

@@ -33,6 +33,7 @@ pub static SUBS: &[CommandSpec] = &[
 ];
 
 fn fcall_generic(ctx: &mut Ctx, args: &Args, read_only: bool) -> CmdResult {
+    super::feed_monitors(ctx, args);
     let (func_ref, flags, name) = {
         let f = ctx
             .srv
