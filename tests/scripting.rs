@@ -447,3 +447,42 @@ fn deeply_nested_replies_match_redis_and_do_not_crash() {
     s.read_exact(&mut pong).unwrap();
     assert_eq!(&pong, b"+PONG\r\n");
 }
+
+/// While busy, SHUTDOWN needs NOSAVE; SHUTDOWN NOSAVE stops the script and the server.
+#[test]
+fn busy_script_and_shutdown_nosave() {
+    let h = common::start_with(&["--busy-reply-threshold", "50"]);
+    let mut other = common::Raw::connect(&h);
+    let mut runner = common::Raw::connect(&h);
+    runner.cmd(&[b"EVAL", b"while true do end", b"0"]);
+    assert_eq!(wait_busy(&mut other), BUSY);
+    other.cmd(&[b"SHUTDOWN"]);
+    assert_eq!(error_text(&other.read()), BUSY);
+    other.cmd(&[b"SHUTDOWN", b"NOSAVE"]);
+    assert!(other.closed_within(Duration::from_secs(10)));
+    h.wait();
+}
+
+/// MONITOR shows EVAL (and FCALL) before the commands the script runs, and
+/// those as coming from `lua`, as Redis 7.0 does.
+#[test]
+fn monitor_shows_the_script_then_its_commands() {
+    let h = common::start();
+    let mut mon = common::Raw::connect(&h);
+    mon.cmd(&[b"MONITOR"]);
+    assert_eq!(mon.read(), Value::Simple(b"OK".to_vec()));
+    let mut c = common::Raw::connect(&h);
+    c.cmd(&[b"EVAL", b"return redis.call('incr', KEYS[1])", b"1", b"mon"]);
+    assert_eq!(c.read(), Value::Int(1));
+    let line = |v: Value| match v {
+        Value::Simple(s) => String::from_utf8(s).unwrap(),
+        other => panic!("{other:?}"),
+    };
+    let first = line(mon.read());
+    assert!(
+        first.ends_with("\"EVAL\" \"return redis.call('incr', KEYS[1])\" \"1\" \"mon\""),
+        "{first}"
+    );
+    let second = line(mon.read());
+    assert!(second.ends_with("[0 lua] \"incr\" \"mon\""), "{second}");
+}

@@ -17,7 +17,6 @@ use std::io::{Read, Write};
 use std::mem::ManuallyDrop;
 use std::os::fd::{AsRawFd, FromRawFd};
 use std::rc::Rc;
-use std::time::{Duration, Instant};
 
 use super::lua::{self, ffi, State};
 use super::{run_ctx, RunCtx};
@@ -31,8 +30,8 @@ use crate::server::Server;
 
 /// Instructions between two hook calls.
 const HOOK_EVERY: c_int = 100_000;
-/// How often sockets are polled once the script is busy.
-const POLL_EVERY: Duration = Duration::from_millis(10);
+/// How often (microseconds) sockets are polled once the script is busy.
+const POLL_EVERY_US: i64 = 10_000;
 /// At most this much input is read from one client per poll.
 const MAX_READ: usize = 1 << 20;
 
@@ -58,9 +57,9 @@ unsafe extern "C-unwind" fn hook(l: State, _ar: *mut ffi::lua_Debug) {
         return;
     };
     let run: *mut RunCtx = run;
-    let now = Instant::now();
+    let now = crate::clock::real_now_us();
     if !(*run).busy {
-        let ms = now.duration_since((*run).start).as_millis() as u64;
+        let ms = ((now - (*run).start_us) / 1000).max(0) as u64;
         let threshold = *(*run).threshold_ms.get_or_insert_with(|| {
             (*(*run).srv).config.get_i64("busy-reply-threshold").max(0) as u64
         });
@@ -74,8 +73,8 @@ unsafe extern "C-unwind" fn hook(l: State, _ar: *mut ffi::lua_Debug) {
             (*run).name
         ));
     }
-    if now.duration_since((*run).last_poll) >= POLL_EVERY {
-        (*run).last_poll = now;
+    if now - (*run).last_poll_us >= POLL_EVERY_US {
+        (*run).last_poll_us = now;
         poll(&mut *(*run).srv, (*run).caller_id, (*run).is_function);
     }
     let shutting_down = (*(*run).srv).shutdown.is_some();
@@ -248,7 +247,12 @@ fn run_one(srv: &mut Server, c: &mut Client, args: &Args, is_function: bool) {
             }
             c.reply.error_line(&e.text());
         }
-        Ok(cmd) if !cmd.spec.has(flags::ALLOW_BUSY) => {
+        // SHUTDOWN is allowed while busy only with NOSAVE (Redis's shutdownCommand).
+        Ok(cmd)
+            if !cmd.spec.has(flags::ALLOW_BUSY)
+                || (cmd.spec.name == "shutdown"
+                    && !args.from(1).any(|a| a.eq_ignore_ascii_case(b"nosave"))) =>
+        {
             if let Some(m) = c.multi.as_mut() {
                 m.aborted = true;
             }

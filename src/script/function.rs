@@ -135,6 +135,11 @@ impl Functions {
         Some(&self.libs[li].functions[fi])
     }
 
+    /// Bytes the functions VM uses (0 before the first library).
+    pub fn memory(&self) -> usize {
+        self.vm.as_ref().map_or(0, |v| v.used_memory())
+    }
+
     pub fn functions_count(&self) -> usize {
         self.index.len()
     }

@@ -27,7 +27,6 @@ pub mod vm;
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::rc::Rc;
-use std::time::Instant;
 
 use crate::error::Error;
 use crate::server::client::{Client, ConnKind};
@@ -108,10 +107,41 @@ impl Scripting {
         self.vm = None;
     }
 
-    /// Bytes the VM uses (INFO used_memory_lua).
+    /// Bytes the EVAL VM uses (INFO used_memory_lua).
     pub fn memory(&self) -> usize {
         self.vm.as_ref().map_or(0, |v| v.used_memory())
     }
+
+    /// The figures INFO reports in its scripting memory lines.
+    pub fn info(&self) -> ScriptInfo {
+        ScriptInfo {
+            vm_eval: self.memory(),
+            vm_functions: self.functions.memory(),
+            cached_scripts: self.scripts.len(),
+            scripts_eval: self.scripts.values().map(|s| s.body.len() + 40).sum(),
+            functions: self.functions.functions_count(),
+            libraries: self.functions.libs.len(),
+            functions_mem: self.functions.libs.iter().map(|l| l.code.len()).sum(),
+        }
+    }
+}
+
+/// Scripting figures for INFO (`used_memory_lua`, `number_of_cached_scripts`, ...).
+pub struct ScriptInfo {
+    /// Bytes of the EVAL Lua VM (`used_memory_lua`, `used_memory_vm_eval`).
+    pub vm_eval: usize,
+    /// Bytes of the FUNCTION Lua VM (`used_memory_vm_functions`).
+    pub vm_functions: usize,
+    /// `number_of_cached_scripts`
+    pub cached_scripts: usize,
+    /// Bytes of cached script bodies (`used_memory_scripts_eval`).
+    pub scripts_eval: usize,
+    /// `number_of_functions`
+    pub functions: usize,
+    /// `number_of_libraries`
+    pub libraries: usize,
+    /// Bytes of library code (`used_memory_functions`).
+    pub functions_mem: usize,
 }
 
 /// What a running script needs from its caller; reached from Lua's C
@@ -130,14 +160,17 @@ pub struct RunCtx {
     pub resp: u8,
     /// The name errors report (`script: <sha>`).
     pub name: Rc<str>,
-    pub start: Instant,
+    /// When the script started, in unix microseconds (the command's frozen
+    /// time, so starting a script reads no clock).
+    pub start_us: i64,
     /// Set by SCRIPT KILL / FUNCTION KILL; the hook raises the error.
     pub killed: bool,
     /// The busy threshold passed: other clients get BUSY.
     pub busy: bool,
     /// `busy-reply-threshold`, read by the hook on its first call.
     pub threshold_ms: Option<u64>,
-    pub last_poll: Instant,
+    /// When the busy poller last ran, in unix microseconds.
+    pub last_poll_us: i64,
     /// True when the script runs a FUNCTION (FCALL): FUNCTION KILL, not SCRIPT KILL.
     pub is_function: bool,
     /// The FCALL command line, for FUNCTION STATS.
@@ -231,7 +264,7 @@ pub fn run(srv: &mut Server, caller: &mut Client, call: Call<'_>) {
     } else {
         srv.ext.script.vm().l
     };
-    let now = Instant::now();
+    let now = crate::clock::now_us();
     let mut ctx = RunCtx {
         srv: srv as *mut Server,
         client: &mut *sc as *mut Client,
@@ -240,11 +273,11 @@ pub fn run(srv: &mut Server, caller: &mut Client, call: Call<'_>) {
         wrote: false,
         resp: 2,
         name: call.name,
-        start: now,
+        start_us: now,
         killed: false,
         busy: false,
         threshold_ms: None,
-        last_poll: now,
+        last_poll_us: now,
         is_function: call.is_function,
         command: call.command,
     };

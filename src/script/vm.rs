@@ -88,10 +88,12 @@ impl Default for Vm {
 
 impl Vm {
     pub fn new() -> Vm {
-        let a = Box::into_raw(Box::new(AllocState {
-            used: 0,
-            limit: MEMORY_LIMIT,
-        }));
+        Vm::with_limit(MEMORY_LIMIT)
+    }
+
+    /// A VM whose allocations stop at `limit` bytes.
+    pub fn with_limit(limit: usize) -> Vm {
+        let a = Box::into_raw(Box::new(AllocState { used: 0, limit }));
         // SAFETY: a fresh state; everything below runs before any script.
         unsafe {
             let l = ffi::lua_newstate(lua_alloc, a as *mut c_void);
@@ -475,5 +477,80 @@ unsafe extern "C-unwind" fn safe_loadstring(l: State) -> c_int {
         ffi::lua_pushnil(l);
         ffi::lua_insert(l, -2);
         2
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs `body` as a script would; returns its string result or error text.
+    fn run(vm: &mut Vm, body: &str) -> Result<String, String> {
+        let r = vm.compile(body.as_bytes(), "@user_script")?;
+        // SAFETY: the VM is ours; the stack is restored before returning.
+        unsafe {
+            let l = vm.l;
+            let base = ffi::lua_gettop(l);
+            push_error_handler(l);
+            ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, r as _);
+            let rc = ffi::lua_pcall(l, 0, 1, base + 1);
+            let out = if rc == 0 {
+                Ok(err_string(l))
+            } else if ffi::lua_type(l, -1) == ffi::LUA_TTABLE {
+                lua::get_field(l, -1, "err");
+                let e = err_string(l);
+                ffi::lua_pop(l, 1);
+                Err(e)
+            } else {
+                Err(err_string(l))
+            };
+            ffi::lua_settop(l, base);
+            vm.unref(r);
+            out
+        }
+    }
+
+    #[test]
+    fn memory_is_bounded_and_the_vm_survives() {
+        let mut vm = Vm::with_limit(8 << 20);
+        let e = run(
+            &mut vm,
+            "local t = {} for i = 1, 1e7 do t[i] = string.rep('x', 100) .. i end return 'done'",
+        )
+        .unwrap_err();
+        assert_eq!(e, "not enough memory");
+        assert!(vm.used_memory() <= 8 << 20);
+        // Garbage from the failed script is collectable; the VM still works.
+        unsafe { ffi::lua_gc(vm.l, ffi::LUA_GCCOLLECT, 0) };
+        assert_eq!(run(&mut vm, "return 'ok'").unwrap(), "ok");
+    }
+
+    #[test]
+    fn globals_are_protected_and_scripts_do_not_leak() {
+        let mut vm = Vm::new();
+        let e = run(&mut vm, "x = 1").unwrap_err();
+        assert_eq!(e, "ERR user_script:1: Attempt to modify a readonly table");
+        let e = run(&mut vm, "return x").unwrap_err();
+        assert_eq!(
+            e,
+            "ERR user_script:1: Script attempted to access nonexistent global variable 'x'"
+        );
+        let e = run(&mut vm, "table.insert(redis, 1)").unwrap_err();
+        assert_eq!(e, "ERR Attempt to modify a readonly table");
+        assert_eq!(
+            run(&mut vm, "return tostring(next(redis) ~= nil)").unwrap(),
+            "true"
+        );
+        assert_eq!(
+            run(&mut vm, "return tostring(rawget(redis, 1))").unwrap(),
+            "nil"
+        );
+    }
+
+    #[test]
+    fn bytecode_never_loads() {
+        let mut vm = Vm::new();
+        let e = vm.compile(b"\x1bLuaQ\x00", "@user_script").unwrap_err();
+        assert!(e.contains("unexpected symbol near 'char(27)'"), "{e}");
     }
 }

@@ -33,6 +33,7 @@ pub static SUBS: &[CommandSpec] = &[
 ];
 
 fn fcall_generic(ctx: &mut Ctx, args: &Args, read_only: bool) -> CmdResult {
+    super::feed_monitors(ctx, args);
     let (func_ref, flags, name) = {
         let f = ctx
             .srv
@@ -224,7 +225,7 @@ fn stats(ctx: &mut Ctx, _args: &mut Args) -> CmdResult {
             r.is_function,
             r.name.clone(),
             r.command.clone(),
-            r.start.elapsed().as_millis() as i64,
+            (crate::clock::real_now_us() - r.start_us) / 1000,
         )
     });
     if let Some((false, ..)) = running {

@@ -94,7 +94,16 @@ pub fn parse_keys_args<'a>(args: &Args<'a>) -> Result<KeysArgs<'a>, Error> {
     Ok((args.from(3).take(n).collect(), args.from(3 + n).collect()))
 }
 
+/// Shows a script command to MONITOR clients before its own commands, as
+/// Redis does explicitly for EVAL and FCALL (they are flagged skip_monitor).
+pub fn feed_monitors(ctx: &mut Ctx, args: &Args) {
+    if !ctx.srv.monitors.is_empty() {
+        crate::server::monitor::feed(ctx.srv, ctx.client, args);
+    }
+}
+
 fn eval_generic(ctx: &mut Ctx, args: &Args, by_sha: bool, read_only: bool) -> CmdResult {
+    feed_monitors(ctx, args);
     let (keys, argv) = parse_keys_args(args)?;
     let s = &mut ctx.srv.ext.script;
     let (func_ref, name, flags) = if by_sha {
