@@ -189,6 +189,7 @@ impl Db {
             self.touch_stale(&k);
             self.expired_count += 1;
             self.expired.push(k);
+            mark_events_pending();
         }
     }
 
@@ -207,6 +208,7 @@ impl Db {
                 if self.event_mask & notify::KEY_MISS != 0 {
                     self.key_events
                         .push((notify::KEY_MISS, "keymiss", key.into()));
+                    mark_events_pending();
                 }
                 None
             }
@@ -263,6 +265,7 @@ impl Db {
                 if self.event_mask & notify::KEY_MISS != 0 {
                     self.key_events
                         .push((notify::KEY_MISS, "keymiss", key.into()));
+                    mark_events_pending();
                 }
                 None
             }
@@ -343,6 +346,7 @@ impl Db {
     fn announce_new(&mut self, key: &[u8]) {
         if self.event_mask & notify::NEW != 0 {
             self.key_events.push((notify::NEW, "new", key.into()));
+            mark_events_pending();
         }
         if !self.waiters.is_empty() && self.waiters.contains_key(key) {
             self.ready.push(key.into());
@@ -549,6 +553,31 @@ impl Db {
         }
         (n, deleted)
     }
+}
+
+thread_local! {
+    /// Set when any database records an expired key or a key event, so the
+    /// notify module can skip scanning every database after each command.
+    /// Thread-local because one thread owns all data (as the clock snapshot).
+    static EVENTS_PENDING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+#[inline]
+fn mark_events_pending() {
+    EVENTS_PENDING.with(|c| c.set(true));
+}
+
+/// True when some database recorded expired keys or key events not yet taken.
+#[inline]
+pub fn events_pending() -> bool {
+    EVENTS_PENDING.with(|c| c.get())
+}
+
+/// True, once, when some database recorded expired keys or key events since
+/// the last call (they wait in `Db::expired` / `Db::key_events`).
+#[inline]
+pub fn take_events_pending() -> bool {
+    EVENTS_PENDING.with(|c| c.replace(false))
 }
 
 /// All databases plus the server-wide counters that writes update.

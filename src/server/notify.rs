@@ -152,19 +152,21 @@ pub fn sync_db_mask(srv: &mut Server) {
 
 /// True when some event waits to be published.
 pub fn pending(srv: &Server) -> bool {
-    !srv.events.is_empty()
-        || srv
-            .ks
-            .dbs
-            .iter()
-            .any(|d| !d.expired.is_empty() || !d.key_events.is_empty())
+    !srv.events.is_empty() || crate::db::events_pending()
 }
 
 /// Publishes every pending event: keys the databases expired lazily
 /// (`expired`, which also invalidates client-side caches) and the `new` /
 /// `keymiss` events they recorded, then events queued by [`raise`].
 pub fn flush(srv: &mut Server, current: &mut Client) {
-    for db in 0..srv.ks.dbs.len() {
+    // Databases raise a thread-wide flag when they record something, so the
+    // common case (nothing expired, no new/keymiss events) skips the scan.
+    let db_count = if crate::db::take_events_pending() {
+        srv.ks.dbs.len()
+    } else {
+        0
+    };
+    for db in 0..db_count {
         let d = &mut srv.ks.dbs[db];
         if d.expired.is_empty() && d.key_events.is_empty() {
             continue;
