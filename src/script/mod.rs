@@ -31,7 +31,7 @@ use std::rc::Rc;
 use crate::error::Error;
 use crate::server::client::{Client, ConnKind};
 use crate::server::Server;
-use lua::{ffi, State};
+use lua::ffi;
 use vm::Vm;
 
 /// A cached script: its body and the registry reference of its compiled function.
@@ -326,9 +326,4 @@ pub fn lookup(s: &Scripting, sha: &[u8; 40]) -> Option<(i32, Rc<str>, Option<u32
     s.scripts
         .get(sha)
         .map(|sc| (sc.func_ref, sc.name.clone(), sc.flags))
-}
-
-/// The VM's state pointer, creating the VM if needed (FUNCTION uses the same VM).
-pub fn state(s: &mut Scripting) -> State {
-    s.vm().l
 }
