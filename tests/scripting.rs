@@ -486,3 +486,47 @@ fn monitor_shows_the_script_then_its_commands() {
     let second = line(mon.read());
     assert!(second.ends_with("[0 lua] \"incr\" \"mon\""), "{second}");
 }
+
+/// INFO memory counts cached scripts, functions and libraries. Expected
+/// counts observed on redis-server 7.0.15 with the same commands.
+#[test]
+fn info_memory_counts_scripts_and_functions() {
+    let h = common::start();
+    let mut con = common::conn(&h);
+    let _: String = redis::cmd("SCRIPT")
+        .arg("LOAD")
+        .arg("return 1")
+        .query(&mut con)
+        .unwrap();
+    let _: i64 = redis::cmd("EVAL")
+        .arg("return 2")
+        .arg(0)
+        .query(&mut con)
+        .unwrap();
+    let lib = "#!lua name=mylib\nredis.register_function('f1', function() return 1 end)\nredis.register_function('f2', function() return 2 end)";
+    let _: String = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg(lib)
+        .query(&mut con)
+        .unwrap();
+    let info: String = redis::cmd("INFO").arg("memory").query(&mut con).unwrap();
+    let counts: Vec<&str> = info
+        .lines()
+        .filter(|l| l.starts_with("number_of"))
+        .collect();
+    assert_eq!(
+        counts,
+        [
+            "number_of_cached_scripts:2",
+            "number_of_functions:2",
+            "number_of_libraries:1"
+        ]
+    );
+    let vm: i64 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("used_memory_lua:"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(vm > 0);
+}

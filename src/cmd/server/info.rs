@@ -244,23 +244,23 @@ fn memory(srv: &Server, out: &mut String) {
     line!(out, "allocator_resident:{rss}");
     line!(out, "total_system_memory:{sysmem}");
     line!(out, "total_system_memory_human:{}", human(sysmem));
-    for f in [
-        "used_memory_lua:32768",
-        "used_memory_vm_eval:32768",
-        "used_memory_lua_human:32.00K",
-        "used_memory_scripts_eval:0",
-        "number_of_cached_scripts:0",
-        "number_of_functions:0",
-        "number_of_libraries:0",
-        "used_memory_vm_functions:32768",
-        "used_memory_vm_total:65536",
-        "used_memory_vm_total_human:64.00K",
-        "used_memory_functions:0",
-        "used_memory_scripts:0",
-        "used_memory_scripts_human:0B",
-    ] {
-        line!(out, "{f}");
-    }
+    // Scripting figures come from the engines (`script::Scripting::info`).
+    let sc = srv.ext.script.info();
+    let (eval_vm, fn_vm) = (sc.vm_eval as u64, sc.vm_functions as u64);
+    let scripts_mem = (sc.scripts_eval + sc.functions_mem) as u64;
+    line!(out, "used_memory_lua:{eval_vm}");
+    line!(out, "used_memory_vm_eval:{eval_vm}");
+    line!(out, "used_memory_lua_human:{}", human(eval_vm));
+    line!(out, "used_memory_scripts_eval:{}", sc.scripts_eval);
+    line!(out, "number_of_cached_scripts:{}", sc.cached_scripts);
+    line!(out, "number_of_functions:{}", sc.functions);
+    line!(out, "number_of_libraries:{}", sc.libraries);
+    line!(out, "used_memory_vm_functions:{fn_vm}");
+    line!(out, "used_memory_vm_total:{}", eval_vm + fn_vm);
+    line!(out, "used_memory_vm_total_human:{}", human(eval_vm + fn_vm));
+    line!(out, "used_memory_functions:{}", sc.functions_mem);
+    line!(out, "used_memory_scripts:{scripts_mem}");
+    line!(out, "used_memory_scripts_human:{}", human(scripts_mem));
     line!(out, "maxmemory:{maxmemory}");
     line!(out, "maxmemory_human:{}", human(maxmemory));
     line!(
