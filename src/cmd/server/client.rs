@@ -341,7 +341,7 @@ fn list(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             ty = Some(parse_type(args.next().unwrap_or_default())?);
         } else if args.eat_ci("ID") && args.remaining() >= 1 {
             let mut v = Vec::new();
-            while let Some(a) = args.next() {
+            for a in args.by_ref() {
                 match parse_i64(a) {
                     Some(n) => v.push(n as ClientId),
                     None => return Err(Error::msg("Invalid client ID")),

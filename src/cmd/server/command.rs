@@ -85,7 +85,7 @@ fn info(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     }
     let out = &mut ctx.client.reply;
     out.array(args.remaining());
-    while let Some(name) = args.next() {
+    for name in args.by_ref() {
         match lookup(name) {
             Some(spec) => meta::info_for(spec).write(out),
             None => out.null(),

@@ -47,7 +47,7 @@ fn help(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
 /// patterns match names and aliases, case-insensitively; each parameter once.
 fn get(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let mut found: Vec<(String, &'static str)> = Vec::new();
-    while let Some(pat) = args.next() {
+    for pat in args.by_ref() {
         let pat_s = String::from_utf8_lossy(pat);
         if !pat.iter().any(|c| matches!(c, b'[' | b'*' | b'?')) {
             if found.iter().any(|(n, _)| n.eq_ignore_ascii_case(&pat_s)) {

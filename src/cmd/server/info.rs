@@ -33,7 +33,7 @@ pub fn info(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let mut wanted: Vec<String> = Vec::new();
     let mut all = false;
     let mut default = !args.has_more();
-    while let Some(a) = args.next() {
+    for a in args.by_ref() {
         let s = String::from_utf8_lossy(a).to_ascii_lowercase();
         match s.as_str() {
             "all" | "everything" => all = true,

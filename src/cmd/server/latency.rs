@@ -275,7 +275,7 @@ fn reset(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let events = &mut ctx.srv.ext.latency.events;
     let n = if args.has_more() {
         let mut n = 0;
-        while let Some(e) = args.next() {
+        for e in args.by_ref() {
             let key = events.keys().find(|k| k.as_bytes() == e).copied();
             if let Some(k) = key {
                 events.remove(k);

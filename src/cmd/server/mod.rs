@@ -138,7 +138,7 @@ fn shutdown(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let mut save = None;
     let mut abort = false;
     let mut others = false;
-    while let Some(a) = args.next() {
+    for a in args.by_ref() {
         if a.eq_ignore_ascii_case(b"nosave") {
             save = Some(false);
         } else if a.eq_ignore_ascii_case(b"save") {
