@@ -1,6 +1,8 @@
 //! Command families, one module each; every module exports its `SPECS`.
 
 use crate::command::CommandSpec;
+use crate::error::CmdResult;
+use crate::server::Ctx;
 
 pub mod bitmap;
 pub mod cluster;
@@ -39,3 +41,14 @@ pub static ALL: &[&[CommandSpec]] = &[
     connection::SPECS,
     cluster::SPECS,
 ];
+
+/// Answers a HELP subcommand as Redis's `addReplyHelp` does: an array with
+/// one status reply per line. Every family's HELP goes through here.
+pub fn help_reply(ctx: &mut Ctx, lines: &[&str]) -> CmdResult {
+    let out = ctx.out();
+    out.array(lines.len());
+    for l in lines {
+        out.simple(l);
+    }
+    Ok(())
+}

@@ -291,12 +291,7 @@ fn pubsub_help(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
         "HELP",
         "    Prints this help.",
     ];
-    let out = ctx.out();
-    out.array(LINES.len());
-    for l in LINES {
-        out.simple(l);
-    }
-    Ok(())
+    crate::cmd::help_reply(ctx, LINES)
 }
 
 /// Removes every subscription a client holds (disconnect, RESET).

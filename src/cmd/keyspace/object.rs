@@ -124,10 +124,5 @@ fn help(ctx: &mut Ctx, _args: &mut Args) -> CmdResult {
         "HELP",
         "    Prints this help.",
     ];
-    let out = ctx.out();
-    out.array(LINES.len());
-    for l in LINES {
-        out.simple(l);
-    }
-    Ok(())
+    crate::cmd::help_reply(ctx, LINES)
 }

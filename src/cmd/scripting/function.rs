@@ -1,6 +1,6 @@
 //! FCALL, FCALL_RO and FUNCTION LOAD|LIST|DELETE|FLUSH|DUMP|RESTORE|STATS|KILL|HELP.
 
-use super::{help_reply, kill_running, parse_keys_args};
+use super::{kill_running, parse_keys_args};
 use crate::command::flags::*;
 use crate::command::{Args, CommandSpec};
 use crate::error::{CmdResult, Error};
@@ -409,6 +409,5 @@ const HELP: &[&str] = &[
 /// ```
 /// Array of status lines.
 fn help(ctx: &mut Ctx, _args: &mut Args) -> CmdResult {
-    help_reply(ctx, HELP);
-    Ok(())
+    crate::cmd::help_reply(ctx, HELP)
 }

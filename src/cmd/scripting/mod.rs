@@ -273,20 +273,10 @@ const SCRIPT_HELP: &[&str] = &[
     "    Prints this help.",
 ];
 
-/// Writes a HELP reply: an array of status lines.
-pub fn help_reply(ctx: &mut Ctx, lines: &[&str]) {
-    let out = ctx.out();
-    out.array(lines.len());
-    for l in lines {
-        out.simple(l);
-    }
-}
-
 /// ```text
 /// SCRIPT HELP
 /// ```
 /// Array of status lines.
 fn script_help(ctx: &mut Ctx, _args: &mut Args) -> CmdResult {
-    help_reply(ctx, SCRIPT_HELP);
-    Ok(())
+    crate::cmd::help_reply(ctx, SCRIPT_HELP)
 }

@@ -115,7 +115,7 @@ const HELP: &[&str] = &[
 /// CLIENT HELP
 /// ```
 fn help(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
-    super::help(ctx, HELP)
+    crate::cmd::help_reply(ctx, HELP)
 }
 
 /// ```text

@@ -245,5 +245,5 @@ fn getkeysandflags(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// COMMAND HELP
 /// ```
 fn help(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
-    super::help(ctx, HELP)
+    crate::cmd::help_reply(ctx, HELP)
 }

@@ -36,7 +36,7 @@ const HELP: &[&str] = &[
 /// ```
 /// Array of status lines.
 fn help(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
-    super::help(ctx, HELP)
+    crate::cmd::help_reply(ctx, HELP)
 }
 
 /// ```text

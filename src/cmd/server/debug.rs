@@ -68,7 +68,7 @@ pub fn debug(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// MEMORY HELP
 /// ```
 fn help(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
-    super::help(ctx, HELP)
+    crate::cmd::help_reply(ctx, HELP)
 }
 
 /// Rounds an allocation up to jemalloc's size classes (8, 16, then 16-byte

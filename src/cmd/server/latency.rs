@@ -220,7 +220,7 @@ pub fn section(srv: &Server, out: &mut String) {
 /// LATENCY HELP
 /// ```
 fn help(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
-    super::help(ctx, HELP)
+    crate::cmd::help_reply(ctx, HELP)
 }
 
 /// ```text

@@ -46,16 +46,6 @@ pub static SPECS: &[CommandSpec] = &[
     ),
 ];
 
-/// Writes a HELP reply as Redis's `addReplyHelp` does: one status line each.
-pub(crate) fn help(ctx: &mut Ctx, lines: &[&str]) -> CmdResult {
-    let out = ctx.out();
-    out.array(lines.len());
-    for l in lines {
-        out.simple(l);
-    }
-    Ok(())
-}
-
 /// `ERR unknown subcommand or wrong number of arguments for 'SUB'. Try CMD HELP.`
 /// (Redis's answer when a subcommand gets arguments it does not take; SUB as typed.)
 pub(crate) fn wrong_sub_args(args: &Args, cmd: &str) -> Error {

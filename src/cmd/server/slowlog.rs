@@ -195,5 +195,5 @@ fn reset(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
 /// SLOWLOG HELP
 /// ```
 fn help(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
-    super::help(ctx, HELP)
+    crate::cmd::help_reply(ctx, HELP)
 }
