@@ -41,6 +41,7 @@ where
             }
             if !cell.kill.get() {
                 process(&mut s, &mut c, &mut inbuf, &mut ranges, &mut need);
+                s.activity.notify_one();
             }
             super::tracking::before_sleep(&mut s, &mut c);
             c.qbuf = inbuf.len();

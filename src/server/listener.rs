@@ -254,6 +254,10 @@ pub async fn run(
         let srv = srv.clone();
         tokio::task::spawn_local(async move { super::cron::run(srv).await });
     }
+    {
+        let activity = srv.borrow().activity.clone();
+        tokio::task::spawn_local(async move { super::spin::run(activity).await });
+    }
     let shutdown = srv.borrow().shutdown_signal.clone();
     if handle_signals {
         let mut term =

@@ -9,6 +9,7 @@ pub mod monitor;
 pub mod notify;
 pub mod pubsub;
 pub mod shutdown;
+pub mod spin;
 pub mod stats;
 pub mod tracking;
 
@@ -40,6 +41,8 @@ pub struct Server {
     pub shutdown: Option<ShutdownRequest>,
     /// Notified when `shutdown` is set, to stop the listener loop.
     pub shutdown_signal: Rc<tokio::sync::Notify>,
+    /// Notified when a connection ran requests; wakes the spinner (`server::spin`).
+    pub activity: Rc<tokio::sync::Notify>,
     /// Clients paused by CLIENT PAUSE until this unix millisecond, and for which commands.
     pub pause: Option<Pause>,
     pub rng: Rng,
@@ -120,6 +123,7 @@ impl Server {
             run_id,
             shutdown: None,
             shutdown_signal: Rc::new(tokio::sync::Notify::new()),
+            activity: Rc::new(tokio::sync::Notify::new()),
             pause: None,
             rng,
             last_save_unix: crate::clock::real_now_us() / 1_000_000,
