@@ -249,27 +249,8 @@ fn parse_dec(neg: bool, s: &[u8]) -> Option<LongDouble> {
     }
     if i < s.len() && (s[i] | 0x20) == b'e' {
         i += 1;
-        let eneg = match s.get(i) {
-            Some(b'-') => {
-                i += 1;
-                true
-            }
-            Some(b'+') => {
-                i += 1;
-                false
-            }
-            _ => false,
-        };
-        let start = i;
-        let mut x: i64 = 0;
-        while i < s.len() && s[i].is_ascii_digit() {
-            x = (x * 10 + (s[i] - b'0') as i64).min(1_000_000_000);
-            i += 1;
-        }
-        if i == start {
-            return None; // "1e" leaves the "e" unparsed
-        }
-        dexp += if eneg { -x } else { x };
+        // "1e" leaves the "e" unparsed, so the whole number is rejected.
+        dexp += parse_exponent(s, &mut i)?;
     }
     if i != s.len() {
         return None;
@@ -331,27 +312,7 @@ fn parse_hex(neg: bool, s: &[u8]) -> Option<LongDouble> {
     }
     if i < s.len() && (s[i] | 0x20) == b'p' {
         i += 1;
-        let eneg = match s.get(i) {
-            Some(b'-') => {
-                i += 1;
-                true
-            }
-            Some(b'+') => {
-                i += 1;
-                false
-            }
-            _ => false,
-        };
-        let start = i;
-        let mut x: i64 = 0;
-        while i < s.len() && s[i].is_ascii_digit() {
-            x = (x * 10 + (s[i] - b'0') as i64).min(1_000_000_000);
-            i += 1;
-        }
-        if i == start {
-            return None;
-        }
-        bexp += if eneg { -x } else { x };
+        bexp += parse_exponent(s, &mut i)?;
     }
     if i != s.len() {
         return None;
@@ -410,6 +371,29 @@ fn round(neg: bool, n: Big, e: i64, sticky: bool) -> LongDouble {
         return LongDouble::Inf { neg };
     }
     LongDouble::Finite { neg, m, e: low }
+}
+
+/// The signed decimal exponent after `e` (decimal) or `p` (hex) at `*i`,
+/// clamped far beyond any finite range; None when no digit follows.
+fn parse_exponent(s: &[u8], i: &mut usize) -> Option<i64> {
+    let neg = match s.get(*i) {
+        Some(b'-') => {
+            *i += 1;
+            true
+        }
+        Some(b'+') => {
+            *i += 1;
+            false
+        }
+        _ => false,
+    };
+    let start = *i;
+    let mut x: i64 = 0;
+    while *i < s.len() && s[*i].is_ascii_digit() {
+        x = (x * 10 + (s[*i] - b'0') as i64).min(1_000_000_000);
+        *i += 1;
+    }
+    (*i > start).then_some(if neg { -x } else { x })
 }
 
 #[cfg(test)]
