@@ -17,6 +17,8 @@ const READ_CHUNK: usize = 16 * 1024;
 /// Buffers above this size are released once empty, so one big request or
 /// reply does not pin memory for the life of the connection.
 const KEEP_CAPACITY: usize = 1024 * 1024;
+/// Replies up to this size wait for the round's burst (see `serve`).
+const BURST_MAX: usize = 16 * 1024;
 
 /// Serves one client until it quits, is killed, or the socket closes.
 pub async fn serve<S>(srv: Rc<RefCell<Server>>, cell: Rc<ClientCell>, mut stream: S)
@@ -62,13 +64,16 @@ where
                 c.blocked.is_some() || c.postponed,
             )
         };
-        if !cell.state.borrow().reply.buf.is_empty() {
+        let pending = cell.state.borrow().reply.buf.len();
+        if pending > 0 && pending < BURST_MAX {
             // Let every other connection that is ready run its requests
             // first, so replies go out in one burst after the whole round,
             // as Redis writes in beforeSleep. A reply sent between two
             // clients' processing wakes a client that has just gone back to
             // sleep; in a burst, the first send wakes it and the rest find it
             // awake (P16 EVALSHA: +30%, half the kernel time per send).
+            // Big replies go at once: held back, a round's worth of them
+            // leaves the cache before it is copied out (P16 ZRANGE 0 99 lost 10%).
             tokio::task::yield_now().await;
         }
         if flush(&srv, &cell, &mut stream, &mut outbuf).await.is_err() {
