@@ -237,23 +237,18 @@ impl Db {
     /// if due and counts a hit or miss, without recording an access or
     /// raising `keymiss`.
     pub fn lookup_no_touch(&mut self, key: &[u8]) -> Option<&Entry> {
-        self.expire_if_needed(key);
-        match self.keys.get(key) {
-            Some(e) => {
-                self.hits += 1;
-                Some(e)
-            }
-            None => {
-                self.misses += 1;
-                None
-            }
-        }
+        self.counted_lookup(key, false)
     }
 
     /// Looks a key up the way Redis's `LOOKUP_NOTOUCH` reads do (TYPE, EXISTS,
-    /// TTL, OBJECT): expires it if due and counts a hit or miss, but leaves
-    /// the access metadata alone.
+    /// TTL): like [`Db::lookup_no_touch`], and a miss raises `keymiss`.
     pub fn get_no_touch(&mut self, key: &[u8]) -> Option<&Entry> {
+        self.counted_lookup(key, true)
+    }
+
+    /// Expires `key` if due, counts a hit or miss, and on a miss raises
+    /// `keymiss` when `keymiss` is set and the event is enabled.
+    fn counted_lookup(&mut self, key: &[u8], keymiss: bool) -> Option<&Entry> {
         self.expire_if_needed(key);
         match self.keys.get(key) {
             Some(e) => {
@@ -262,7 +257,7 @@ impl Db {
             }
             None => {
                 self.misses += 1;
-                if self.event_mask & notify::KEY_MISS != 0 {
+                if keymiss && self.event_mask & notify::KEY_MISS != 0 {
                     self.key_events
                         .push((notify::KEY_MISS, "keymiss", key.into()));
                     mark_events_pending();
