@@ -68,6 +68,7 @@ pub static ACTED: &[&str] = &[
     "timeout",
     "protected-mode",
     "daemonize",
+    "always-show-logo",
     "pidfile",
     "logfile",
     "loglevel",

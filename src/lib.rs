@@ -177,8 +177,13 @@ pub fn run_main(config: Config) -> std::io::Result<()> {
     }
     let port = config.port;
     let unix = config.unixsocket.clone();
+    let show_logo = config.get("always-show-logo") == Some("yes")
+        || (config.logfile.as_deref().unwrap_or("").is_empty()
+            && std::io::IsTerminal::is_terminal(&std::io::stdout()));
     let handle = run_on_thread(config, false, true)?;
-    if port != 0 {
+    if show_logo {
+        log::raw_notice(&logo(port));
+    } else {
         log::notice(&format!("Running mode=standalone, port={port}."));
     }
     log::notice("Server initialized");
@@ -190,4 +195,22 @@ pub fn run_main(config: Config) -> std::io::Result<()> {
     log::notice("Ready to accept connections");
     handle.wait();
     Ok(())
+}
+
+/// The start-up banner Redis shows with `always-show-logo yes` (or on a
+/// terminal). Its ` Port: ` and ` PID: ` lines are part of the interface:
+/// Redis's own test harness waits for ` PID: <pid>` before it talks to a
+/// server it started.
+fn logo(port: u16) -> String {
+    let version = env!("CARGO_PKG_VERSION");
+    let pid = std::process::id();
+    format!(
+        "\n\
+         \x20   ___       _     _ _\n\
+         \x20  / _ \\__  _(_) __| (_)___      Oxidis {version} (Redis {REDIS_VERSION} compatible) 64 bit\n\
+         \x20 | | | \\ \\/ / |/ _` | / __|\n\
+         \x20 | |_| |>  <| | (_| | \\__ \\      Running in standalone mode\n\
+         \x20  \\___//_/\\_\\_|\\__,_|_|___/      Port: {port}\n\
+         \x20                                 PID: {pid}\n\n"
+    )
 }

@@ -466,3 +466,26 @@ fn protected_mode_refuses_non_loopback_clients() {
     c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     assert_eq!(call(&mut c, &["PING"]), "+PONG");
 }
+
+/// Redis's test harness starts the server with `always-show-logo yes` and
+/// waits for ` PID: <pid>` in its log (tests/support/server.tcl,
+/// `wait_server_started`); without the logo it logs `Running mode=...`.
+#[test]
+fn logo_shows_port_and_pid_for_test_harnesses() {
+    let port = free_port();
+    let p = start(&["--port", &port.to_string(), "--always-show-logo", "yes"]);
+    let pid = p.child.id();
+    let text = p.log.join("\n");
+    assert!(text.contains(&format!(" PID: {pid}")), "{text}");
+    assert!(text.contains(&format!(" Port: {port}")), "{text}");
+    assert!(!text.contains("does not act on it"), "{text}");
+
+    let port = free_port();
+    let p = start(&["--port", &port.to_string()]);
+    let text = p.log.join("\n");
+    assert!(
+        text.contains(&format!("Running mode=standalone, port={port}.")),
+        "{text}"
+    );
+    assert!(!text.contains(" PID: "), "{text}");
+}
