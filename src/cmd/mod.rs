@@ -13,6 +13,7 @@ pub mod keyspace;
 pub mod list;
 pub mod pubsub;
 pub mod replication;
+pub mod scan;
 pub mod scripting;
 pub mod server;
 pub mod set;
