@@ -11,6 +11,7 @@ pub mod hash;
 pub mod hll;
 pub mod keyspace;
 pub mod list;
+pub mod pfselftest;
 pub mod pubsub;
 pub mod replication;
 pub mod scan;
