@@ -589,4 +589,40 @@ mod tests {
         to_dense(&mut s2).unwrap();
         assert_eq!(s2[HDR..], d[HDR..]);
     }
+
+    /// Random sparse bodies (short, with opcodes of every kind, runs past
+    /// the last register, cut-short XZEROs) never panic any operation.
+    #[test]
+    fn random_corrupt_bodies_never_panic() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let eles: Vec<Vec<u8>> = (0..64).map(|i| format!("e{i}").into_bytes()).collect();
+        for round in 0..3000 {
+            let mut b = new_sparse();
+            b.truncate(HDR);
+            let n = (next() % 40) as usize;
+            for _ in 0..n {
+                b.push(next() as u8);
+            }
+            if round % 3 == 0 {
+                b.push(0x40 | (next() as u8 & 0x3f));
+            }
+            let mut max = [0u8; REGISTERS];
+            let _ = merge_into(&mut max, &b);
+            let _ = histogram(&b);
+            let _ = decode_sparse(&b);
+            let mut d = b.clone();
+            let _ = to_dense(&mut d);
+            let mut s = b.clone();
+            let _ = add_all(&mut s, eles.iter().map(|e| e.as_slice()), 3000);
+            let mut small = b.clone();
+            let _ = add_all(&mut small, eles.iter().map(|e| e.as_slice()), 20);
+            store_registers(&mut b, &max, 3000);
+        }
+    }
 }
