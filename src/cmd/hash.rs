@@ -349,7 +349,8 @@ fn hrandfield(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         _ => return Err(Error::Syntax),
     };
     let count = rand_count(args.at(2), withvalues)?;
-    let Ctx { srv, client, .. } = ctx;
+    let cap = ctx.reply_cap();
+    let Ctx { srv, client, .. } = &mut *ctx;
     let rng = &mut srv.rng;
     let db = &mut srv.ks.dbs[client.db];
     let out = &mut client.reply;
@@ -373,7 +374,12 @@ fn hrandfield(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             // Streamed: a huge count must not be collected first.
             out.array(header(n));
             for _ in 0..n {
-                write_pair(out, h.random(|| rng.next_u64()).unwrap());
+                let Some(pair) = h.random(|| rng.next_u64()) else { break };
+                write_pair(out, pair);
+                if out.buf.len() >= cap {
+                    ctx.reply_capped();
+                    break;
+                }
             }
             return Ok(());
         }

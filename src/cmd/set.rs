@@ -251,6 +251,7 @@ fn srandmember(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     } else {
         None
     };
+    let cap = ctx.reply_cap();
     let Ctx { srv, client, .. } = &mut *ctx;
     let rng = &mut srv.rng;
     let out = &mut client.reply;
@@ -268,10 +269,16 @@ fn srandmember(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     };
     let picked: Vec<Member> = match count {
         RandCount::Repeat(n) => {
-            // Streamed: a huge count must not be collected first.
+            // Streamed: a huge count must not be collected first; the
+            // reply stops at the client's hard output limit, as Redis's.
             out.array(n);
             for _ in 0..n {
-                bulk_member(out, s.random(|| rng.next_u64()).unwrap());
+                let Some(m) = s.random(|| rng.next_u64()) else { break };
+                bulk_member(out, m);
+                if out.buf.len() >= cap {
+                    ctx.reply_capped();
+                    break;
+                }
             }
             return Ok(());
         }

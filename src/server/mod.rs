@@ -188,6 +188,23 @@ impl<'a> Ctx<'a> {
         (&mut self.srv.ks.dbs[self.client.db], &mut self.client.reply)
     }
 
+    /// The reply size at which a reply of a client-chosen length stops
+    /// (see [`pubsub::hard_output_cap`]); none for a script's own client,
+    /// which Redis never closes.
+    pub fn reply_cap(&self) -> usize {
+        if self.in_script {
+            usize::MAX
+        } else {
+            pubsub::hard_output_cap(self.srv, self.client)
+        }
+    }
+
+    /// Schedules the client's close once a streamed reply reached
+    /// [`Ctx::reply_cap`] (Redis's `CLIENT_CLOSE_ASAP`).
+    pub fn reply_capped(&mut self) {
+        pubsub::check_output_limit(self.srv, self.client);
+    }
+
     /// Records a change to `key` in the selected database: WATCH versions,
     /// the dirty counter and the keyspace event `event` of class `class`
     /// (see [`notify`]). Every command that changes a key calls this once per
