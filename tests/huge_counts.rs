@@ -14,7 +14,10 @@ use oxidis::resp::value::Value;
 fn assert_closed_and_server_alive(h: &oxidis::Handle, cmd: &[&[u8]]) {
     let mut r = Raw::connect(h);
     r.cmd(cmd);
-    assert!(r.closed_within(Duration::from_secs(30)), "{cmd:?} keeps the connection");
+    assert!(
+        r.closed_within(Duration::from_secs(30)),
+        "{cmd:?} keeps the connection"
+    );
     let mut other = Raw::connect(h);
     other.cmd(&[b"PING"]);
     assert_eq!(other.read(), Value::Simple(b"PONG".to_vec()));

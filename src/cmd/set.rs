@@ -273,7 +273,9 @@ fn srandmember(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             // reply stops at the client's hard output limit, as Redis's.
             out.array(n);
             for _ in 0..n {
-                let Some(m) = s.random(|| rng.next_u64()) else { break };
+                let Some(m) = s.random(|| rng.next_u64()) else {
+                    break;
+                };
                 bulk_member(out, m);
                 if out.buf.len() >= cap {
                     ctx.reply_capped();

@@ -378,7 +378,11 @@ pub fn check_output_limit(srv: &mut Server, c: &mut Client) {
 pub fn hard_output_cap(srv: &Server, c: &Client) -> usize {
     let subscribed = c.subscription_count() > 0 || !c.shard_channels.is_empty();
     let l = &srv.config.obuf_limits;
-    let hard = if subscribed { l.pubsub.hard } else { l.normal.hard };
+    let hard = if subscribed {
+        l.pubsub.hard
+    } else {
+        l.normal.hard
+    };
     if hard == 0 {
         usize::MAX
     } else {

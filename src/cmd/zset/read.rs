@@ -183,7 +183,12 @@ pub fn zrandmember(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         sample_unique(&mut all, count, || rng.next_u64());
         all
     };
-    reply_members(out, ranks.len(), withscores, ranks.into_iter().map(|r| z.at(r)));
+    reply_members(
+        out,
+        ranks.len(),
+        withscores,
+        ranks.into_iter().map(|r| z.at(r)),
+    );
     Ok(())
 }
 
