@@ -173,9 +173,9 @@ fn hello(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     while let Some(opt) = args.next() {
         let more = args.remaining();
         if opt.eq_ignore_ascii_case(b"AUTH") && more >= 2 {
-            creds = Some((args.next().unwrap(), args.next().unwrap()));
+            creds = Some((args.next_or_syntax()?, args.next_or_syntax()?));
         } else if opt.eq_ignore_ascii_case(b"SETNAME") && more >= 1 {
-            name = Some(args.next().unwrap());
+            name = Some(args.next_or_syntax()?);
         } else {
             return Err(Error::Msg(
                 format!(

@@ -208,9 +208,15 @@ fn spop(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             return Ok(());
         }
         None => {
-            let m = s.random(|| rng.next_u64()).unwrap().to_bytes().into_owned();
-            s.remove(&m);
-            vec![m]
+            // A stored set is never empty; an empty one pops nothing.
+            let m = s
+                .random(|| rng.next_u64())
+                .map(|m| m.to_bytes().into_owned());
+            m.inspect(|m| {
+                s.remove(m);
+            })
+            .into_iter()
+            .collect()
         }
         Some(n) => {
             let mut all: Vec<Vec<u8>> = s.iter().map(|m| m.to_bytes().into_owned()).collect();
@@ -358,13 +364,15 @@ fn peek_sets<'a>(db: &'a Db, keys: &[&[u8]]) -> Vec<Option<&'a Set>> {
 /// Members of the intersection, walking the smallest set, stopping after
 /// `limit` members (0: no limit). None when some key is missing.
 fn intersect(sets: &[Option<&Set>], limit: usize) -> Vec<Vec<u8>> {
-    if sets.iter().any(|s| s.is_none_or(|s| s.is_empty())) {
+    let Some(mut sets) = sets.iter().copied().collect::<Option<Vec<&Set>>>() else {
         return Vec::new();
-    }
-    let mut sets: Vec<&Set> = sets.iter().map(|s| s.unwrap()).collect();
+    };
     sets.sort_by_key(|s| s.len());
+    let Some(smallest) = sets.first().filter(|s| !s.is_empty()) else {
+        return Vec::new();
+    };
     let mut out = Vec::new();
-    for m in sets[0].iter() {
+    for m in smallest.iter() {
         let b = m.to_bytes();
         if sets[1..].iter().all(|o| o.contains(&b)) {
             out.push(b.into_owned());

@@ -108,7 +108,7 @@ impl Server {
         let seed = crate::clock::real_now_us() as u64 ^ (std::process::id() as u64) << 32;
         let mut rng = Rng::new(seed);
         let run_id = (0..40)
-            .map(|_| char::from_digit((rng.next_u64() % 16) as u32, 16).unwrap())
+            .map(|_| char::from(b"0123456789abcdef"[(rng.next_u64() % 16) as usize]))
             .collect();
         Server {
             ks: Keyspace::new(config.databases),

@@ -161,10 +161,10 @@ fn scan(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
                 return Err(Error::Syntax);
             }
         } else if opt.eq_ignore_ascii_case(b"MATCH") && more {
-            let p = args.next().unwrap();
+            let p = args.next_or_syntax()?;
             pattern = (p != b"*").then_some(p);
         } else if opt.eq_ignore_ascii_case(b"TYPE") && more {
-            kind = Some(args.next().unwrap());
+            kind = Some(args.next_or_syntax()?);
         } else {
             return Err(Error::Syntax);
         }

@@ -115,7 +115,11 @@ fn move_generic(ctx: &mut Ctx, src: &[u8], dst: &[u8], from: End, to: End) -> Cm
     }
     write(ctx.db(), dst)?;
     let fill = fill(ctx);
-    let v = write(ctx.db(), src)?.and_then(|l| l.pop(from)).unwrap();
+    // has_elements checked the source holds a non-empty list.
+    let Some(v) = write(ctx.db(), src)?.and_then(|l| l.pop(from)) else {
+        ctx.out().null();
+        return Ok(());
+    };
     let db = ctx.db();
     match db.get_mut(dst) {
         Some(Value::List(l)) => l.push(to, &v, fill),
