@@ -238,7 +238,10 @@ fn spop(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             out.bulk(m);
         }
     } else {
-        out.bulk(&popped[0]);
+        match popped.first() {
+            Some(m) => out.bulk(m),
+            None => out.null(),
+        }
     }
     Ok(())
 }

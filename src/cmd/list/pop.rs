@@ -82,8 +82,11 @@ fn pop_generic(ctx: &mut Ctx, args: &mut Args, end: End) -> CmdResult {
             }
         }
         None => {
-            let vals = pop_n(ctx, key, end, 1);
-            ctx.out().bulk(&vals[0]);
+            // The list exists, so it holds an element to pop.
+            match pop_n(ctx, key, end, 1).first() {
+                Some(v) => ctx.out().bulk(v),
+                None => ctx.out().null(),
+            }
         }
     }
     Ok(())
@@ -274,9 +277,15 @@ fn bpop_generic(ctx: &mut Ctx, args: &mut Args, end: End) -> CmdResult {
         Some(k) => {
             let vals = pop_n(ctx, k, end, 1);
             let out = ctx.out();
-            out.array(2);
-            out.bulk(k);
-            out.bulk(&vals[0]);
+            // `k` was found ready (a non-empty list): one element comes out.
+            match vals.first() {
+                Some(v) => {
+                    out.array(2);
+                    out.bulk(k);
+                    out.bulk(v);
+                }
+                None => out.null_array(),
+            }
         }
         None => block_or_null(ctx, args, &keys, timeout, false),
     }
