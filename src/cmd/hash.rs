@@ -373,15 +373,9 @@ fn hrandfield(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         RandCount::Repeat(n) => {
             // Streamed: a huge count must not be collected first.
             out.array(header(n));
-            for _ in 0..n {
-                let Some(pair) = h.random(|| rng.next_u64()) else {
-                    break;
-                };
-                write_pair(out, pair);
-                if out.buf.len() >= cap {
-                    ctx.reply_capped();
-                    break;
-                }
+            let draw = || h.random(|| rng.next_u64());
+            if super::stream_drawn(out, n, cap, draw, write_pair) {
+                ctx.reply_capped();
             }
             return Ok(());
         }

@@ -278,18 +278,11 @@ fn srandmember(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     };
     let picked: Vec<Member> = match count {
         RandCount::Repeat(n) => {
-            // Streamed: a huge count must not be collected first; the
-            // reply stops at the client's hard output limit, as Redis's.
+            // Streamed: a huge count must not be collected first.
             out.array(n);
-            for _ in 0..n {
-                let Some(m) = s.random(|| rng.next_u64()) else {
-                    break;
-                };
-                bulk_member(out, m);
-                if out.buf.len() >= cap {
-                    ctx.reply_capped();
-                    break;
-                }
+            let draw = || s.random(|| rng.next_u64());
+            if super::stream_drawn(out, n, cap, draw, bulk_member) {
+                ctx.reply_capped();
             }
             return Ok(());
         }

@@ -594,13 +594,7 @@ mod tests {
     /// the last register, cut-short XZEROs) never panic any operation.
     #[test]
     fn random_corrupt_bodies_never_panic() {
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = crate::types::test_rng(0x9e37_79b9_7f4a_7c15u64);
         let eles: Vec<Vec<u8>> = (0..64).map(|i| format!("e{i}").into_bytes()).collect();
         for round in 0..3000 {
             let mut b = new_sparse();

@@ -160,16 +160,9 @@ pub fn zrandmember(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         // the set, so nothing is sized by it; the reply stops at the
         // client's hard output limit.
         reply_members(out, count, withscores, std::iter::empty());
-        let mut capped = false;
-        for _ in 0..count {
-            let (m, s) = z.at((rng.next_u64() % size as u64) as usize);
-            reply_member(out, withscores, m, s);
-            if out.buf.len() >= cap {
-                capped = true;
-                break;
-            }
-        }
-        if capped {
+        let draw = || Some(z.at((rng.next_u64() % size as u64) as usize));
+        let write = |out: &mut Reply, (m, s)| reply_member(out, withscores, m, s);
+        if crate::cmd::stream_drawn(out, count, cap, draw, write) {
             ctx.reply_capped();
         }
         return Ok(());
