@@ -9,6 +9,10 @@
 //!
 //! [`start`] runs a server on its own thread for tests and embedding.
 
+// No unwrap in server code: input from clients must never reach a panic.
+// Tests may unwrap. Exceptions are `expect` with the invariant stated.
+#![cfg_attr(not(test), deny(clippy::unwrap_used))]
+
 pub mod clock;
 pub mod cmd;
 pub mod command;

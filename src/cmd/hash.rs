@@ -349,7 +349,8 @@ fn hrandfield(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         _ => return Err(Error::Syntax),
     };
     let count = rand_count(args.at(2), withvalues)?;
-    let Ctx { srv, client, .. } = ctx;
+    let cap = ctx.reply_cap();
+    let Ctx { srv, client, .. } = &mut *ctx;
     let rng = &mut srv.rng;
     let db = &mut srv.ks.dbs[client.db];
     let out = &mut client.reply;
@@ -372,8 +373,9 @@ fn hrandfield(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         RandCount::Repeat(n) => {
             // Streamed: a huge count must not be collected first.
             out.array(header(n));
-            for _ in 0..n {
-                write_pair(out, h.random(|| rng.next_u64()).unwrap());
+            let draw = || h.random(|| rng.next_u64());
+            if super::stream_drawn(out, n, cap, draw, write_pair) {
+                ctx.reply_capped();
             }
             return Ok(());
         }

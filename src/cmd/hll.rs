@@ -69,13 +69,7 @@ fn pfadd(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         Some(v) => check(v)?,
     }
     let b = hll_mut(ctx, key);
-    for e in args.from(2) {
-        match hll::add(b, e, max) {
-            Ok(true) => updated += 1,
-            Ok(false) => {}
-            Err(_) => return Err(corrupt()),
-        }
-    }
+    updated += hll::add_all(b, args.from(2), max).map_err(|_| corrupt())?;
     if updated > 0 {
         hll::invalidate_cache(b);
         ctx.modified(key, notify::STRING, "pfadd");
@@ -150,7 +144,7 @@ fn pfmerge(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     if dense {
         hll::to_dense(b).map_err(|_| corrupt())?;
     }
-    hll::store_registers(b, &max, sparse_max).map_err(|_| corrupt())?;
+    hll::store_registers(b, &max, sparse_max);
     hll::invalidate_cache(b);
     ctx.modified(dst, notify::STRING, "pfadd");
     ctx.out().ok();

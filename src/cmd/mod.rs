@@ -21,6 +21,7 @@
 
 use crate::command::CommandSpec;
 use crate::error::CmdResult;
+use crate::resp::encode::Reply;
 use crate::server::Ctx;
 
 pub mod bitmap;
@@ -72,4 +73,26 @@ pub fn help_reply(ctx: &mut Ctx, lines: &[&str]) -> CmdResult {
         out.simple(l);
     }
     Ok(())
+}
+
+/// Writes up to `n` items drawn one at a time by `draw` — the elements of a
+/// reply whose length the client chose (random members with a negative
+/// count), so nothing is sized by `n` — and stops once the output reaches
+/// `cap` bytes ([`Ctx::reply_cap`]). True when it stopped there: the caller
+/// then calls [`Ctx::reply_capped`].
+pub(crate) fn stream_drawn<T>(
+    out: &mut Reply,
+    n: usize,
+    cap: usize,
+    mut draw: impl FnMut() -> Option<T>,
+    mut write: impl FnMut(&mut Reply, T),
+) -> bool {
+    for _ in 0..n {
+        let Some(item) = draw() else { break };
+        write(out, item);
+        if out.buf.len() >= cap {
+            return true;
+        }
+    }
+    false
 }

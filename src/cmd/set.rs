@@ -207,9 +207,15 @@ fn spop(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             return Ok(());
         }
         None => {
-            let m = s.random(|| rng.next_u64()).unwrap().to_bytes().into_owned();
-            s.remove(&m);
-            vec![m]
+            // A stored set is never empty; an empty one pops nothing.
+            let m = s
+                .random(|| rng.next_u64())
+                .map(|m| m.to_bytes().into_owned());
+            m.inspect(|m| {
+                s.remove(m);
+            })
+            .into_iter()
+            .collect()
         }
         Some(n) => {
             let mut all: Vec<Vec<u8>> = s.iter().map(|m| m.to_bytes().into_owned()).collect();
@@ -231,7 +237,10 @@ fn spop(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             out.bulk(m);
         }
     } else {
-        out.bulk(&popped[0]);
+        match popped.first() {
+            Some(m) => out.bulk(m),
+            None => out.null(),
+        }
     }
     Ok(())
 }
@@ -250,6 +259,7 @@ fn srandmember(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     } else {
         None
     };
+    let cap = ctx.reply_cap();
     let Ctx { srv, client, .. } = &mut *ctx;
     let rng = &mut srv.rng;
     let out = &mut client.reply;
@@ -269,8 +279,9 @@ fn srandmember(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         RandCount::Repeat(n) => {
             // Streamed: a huge count must not be collected first.
             out.array(n);
-            for _ in 0..n {
-                bulk_member(out, s.random(|| rng.next_u64()).unwrap());
+            let draw = || s.random(|| rng.next_u64());
+            if super::stream_drawn(out, n, cap, draw, bulk_member) {
+                ctx.reply_capped();
             }
             return Ok(());
         }
@@ -348,13 +359,15 @@ fn peek_sets<'a>(db: &'a Db, keys: &[&[u8]]) -> Vec<Option<&'a Set>> {
 /// Members of the intersection, walking the smallest set, stopping after
 /// `limit` members (0: no limit). None when some key is missing.
 fn intersect(sets: &[Option<&Set>], limit: usize) -> Vec<Vec<u8>> {
-    if sets.iter().any(|s| s.is_none_or(|s| s.is_empty())) {
+    let Some(mut sets) = sets.iter().copied().collect::<Option<Vec<&Set>>>() else {
         return Vec::new();
-    }
-    let mut sets: Vec<&Set> = sets.iter().map(|s| s.unwrap()).collect();
+    };
     sets.sort_by_key(|s| s.len());
+    let Some(smallest) = sets.first().filter(|s| !s.is_empty()) else {
+        return Vec::new();
+    };
     let mut out = Vec::new();
-    for m in sets[0].iter() {
+    for m in smallest.iter() {
         let b = m.to_bytes();
         if sets[1..].iter().all(|o| o.contains(&b)) {
             out.push(b.into_owned());

@@ -19,7 +19,6 @@ impl Config {
                 }
                 Ok(words.join(" "))
             }
-            "dir" => Ok(value.to_string()),
             "unixsocketperm" => u32::from_str_radix(value, 8)
                 .ok()
                 .filter(|n| *n <= 0o777)
@@ -35,7 +34,6 @@ impl Config {
                     ("pubsub", ["33554432", "8388608", "60"].map(String::from)),
                 ];
                 let current: Vec<&str> = self
-                    .values
                     .get("client-output-buffer-limit")
                     .map(|s| s.split_whitespace().collect())
                     .unwrap_or_default();

@@ -200,15 +200,17 @@ impl<V> Dict<V> {
         }
         let i = self.index(&key);
         let next = self.buckets[i].take();
-        self.buckets[i] = Some(Box::new(Entry { key, val, next }));
         self.len += 1;
-        &mut self.buckets[i].as_mut().unwrap().val
+        &mut self.buckets[i]
+            .insert(Box::new(Entry { key, val, next }))
+            .val
     }
 
     /// The value for `key`, inserting `make()` first when absent. The bool is true when inserted.
     pub fn get_or_insert_with(&mut self, key: &[u8], make: impl FnOnce() -> V) -> (&mut V, bool) {
         // Two lookups keep the borrow checker simple; the second one is rare.
         if self.get(key).is_some() {
+            #[allow(clippy::unwrap_used)] // found by the lookup just above
             return (self.get_mut(key).unwrap(), false);
         }
         (self.insert_key(Key::new(key), make()), true)
@@ -228,7 +230,9 @@ impl<V> Dict<V> {
             match link {
                 None => return None,
                 Some(e) if &*e.key == key => {
-                    let mut boxed = link.take().unwrap();
+                    let Some(mut boxed) = link.take() else {
+                        return None; // matched as Some just above
+                    };
                     *link = boxed.next.take();
                     self.len -= 1;
                     let out = (boxed.key.into_box(), boxed.val);
@@ -402,11 +406,14 @@ impl<V> Dict<V> {
                     n += 1;
                     cur = e.next.as_deref();
                 }
-                let mut pick = (rand() % n) as usize;
+                let pick = (rand() % n) as usize;
+                // `pick` is below the chain's length, counted just above.
                 let mut cur = head;
-                while pick > 0 {
-                    cur = cur.next.as_deref().unwrap();
-                    pick -= 1;
+                for _ in 0..pick {
+                    match cur.next.as_deref() {
+                        Some(next) => cur = next,
+                        None => break,
+                    }
                 }
                 return Some((&*cur.key, &cur.val));
             }

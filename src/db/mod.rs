@@ -355,13 +355,16 @@ impl Db {
         make: impl FnOnce() -> Value,
     ) -> (&mut Value, bool) {
         self.expire_if_needed(key);
-        if !self.keys.contains_key(key) {
+        let created = !self.keys.contains_key(key);
+        if created {
             self.add_new(key, make());
-            return (&mut self.keys.get_mut(key).unwrap().val, true);
         }
+        #[allow(clippy::unwrap_used)] // present: found above or added just now
         let e = self.keys.get_mut(key).unwrap();
-        e.access(&mut self.rng);
-        (&mut e.val, false)
+        if !created {
+            e.access(&mut self.rng);
+        }
+        (&mut e.val, created)
     }
 
     /// Deletes a key; returns its value.

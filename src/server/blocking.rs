@@ -224,7 +224,9 @@ fn serve_key(srv: &mut Server, current: &mut Client, db: usize, key: &[u8]) {
             _ => return,
         }
         // The client cannot change database while blocked, so it runs in b.db.
-        let b = unregister(srv, &mut waiter).unwrap();
+        let Some(b) = unregister(srv, &mut waiter) else {
+            return; // looked up as blocked just above
+        };
         let cmd = CmdRef {
             id: b.id,
             spec: b.spec,

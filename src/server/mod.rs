@@ -108,7 +108,7 @@ impl Server {
         let seed = crate::clock::real_now_us() as u64 ^ (std::process::id() as u64) << 32;
         let mut rng = Rng::new(seed);
         let run_id = (0..40)
-            .map(|_| char::from_digit((rng.next_u64() % 16) as u32, 16).unwrap())
+            .map(|_| char::from(b"0123456789abcdef"[(rng.next_u64() % 16) as usize]))
             .collect();
         Server {
             ks: Keyspace::new(config.databases),
@@ -186,6 +186,23 @@ impl<'a> Ctx<'a> {
     #[inline]
     pub fn db_out(&mut self) -> (&mut Db, &mut Reply) {
         (&mut self.srv.ks.dbs[self.client.db], &mut self.client.reply)
+    }
+
+    /// The reply size at which a reply of a client-chosen length stops
+    /// (see [`pubsub::hard_output_cap`]); none for a script's own client,
+    /// which Redis never closes.
+    pub fn reply_cap(&self) -> usize {
+        if self.in_script {
+            usize::MAX
+        } else {
+            pubsub::hard_output_cap(self.srv, self.client)
+        }
+    }
+
+    /// Schedules the client's close once a streamed reply reached
+    /// [`Ctx::reply_cap`] (Redis's `CLIENT_CLOSE_ASAP`).
+    pub fn reply_capped(&mut self) {
+        pubsub::check_output_limit(self.srv, self.client);
     }
 
     /// Records a change to `key` in the selected database: WATCH versions,

@@ -101,7 +101,7 @@ pub fn copy(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         if opt.eq_ignore_ascii_case(b"REPLACE") {
             replace = true;
         } else if opt.eq_ignore_ascii_case(b"DB") && args.has_more() {
-            let id = parse_int(args.next().unwrap(), None)?;
+            let id = parse_int(args.next_or_syntax()?, None)?;
             if id < 0 || id as usize >= ctx.srv.ks.dbs.len() {
                 return Err(Error::DbIndex);
             }

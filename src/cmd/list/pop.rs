@@ -82,8 +82,11 @@ fn pop_generic(ctx: &mut Ctx, args: &mut Args, end: End) -> CmdResult {
             }
         }
         None => {
-            let vals = pop_n(ctx, key, end, 1);
-            ctx.out().bulk(&vals[0]);
+            // The list exists, so it holds an element to pop.
+            match pop_n(ctx, key, end, 1).first() {
+                Some(v) => ctx.out().bulk(v),
+                None => ctx.out().null(),
+            }
         }
     }
     Ok(())
@@ -115,7 +118,11 @@ fn move_generic(ctx: &mut Ctx, src: &[u8], dst: &[u8], from: End, to: End) -> Cm
     }
     write(ctx.db(), dst)?;
     let fill = fill(ctx);
-    let v = write(ctx.db(), src)?.and_then(|l| l.pop(from)).unwrap();
+    // has_elements checked the source holds a non-empty list.
+    let Some(v) = write(ctx.db(), src)?.and_then(|l| l.pop(from)) else {
+        ctx.out().null();
+        return Ok(());
+    };
     let db = ctx.db();
     match db.get_mut(dst) {
         Some(Value::List(l)) => l.push(to, &v, fill),
@@ -270,9 +277,15 @@ fn bpop_generic(ctx: &mut Ctx, args: &mut Args, end: End) -> CmdResult {
         Some(k) => {
             let vals = pop_n(ctx, k, end, 1);
             let out = ctx.out();
-            out.array(2);
-            out.bulk(k);
-            out.bulk(&vals[0]);
+            // `k` was found ready (a non-empty list): one element comes out.
+            match vals.first() {
+                Some(v) => {
+                    out.array(2);
+                    out.bulk(k);
+                    out.bulk(v);
+                }
+                None => out.null_array(),
+            }
         }
         None => block_or_null(ctx, args, &keys, timeout, false),
     }

@@ -488,7 +488,9 @@ fn pause(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     } else if args.len() > 4 {
         return Err(super::wrong_sub_args(args, "CLIENT"));
     }
-    let until_ms = crate::clock::real_now_us() / 1000 + ms;
+    // Redis adds without a check: a timeout past the end of the range wraps
+    // to an end in the past, and the pause does nothing.
+    let until_ms = (crate::clock::real_now_us() / 1000).wrapping_add(ms);
     // A new pause never shortens or weakens one in effect.
     let p = match ctx.srv.pause {
         Some(old) if old.until_ms > crate::clock::real_now_us() / 1000 => Pause {

@@ -70,15 +70,11 @@ fn get(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         }
     }
     let cfg = &ctx.srv.config;
-    let values: Vec<String> = found
-        .iter()
-        .map(|(_, canon)| cfg.get(canon).unwrap_or("").to_string())
-        .collect();
     let out = &mut ctx.client.reply;
     out.map(found.len());
-    for ((name, _), v) in found.iter().zip(values) {
+    for (name, canon) in &found {
         out.bulk(name.as_bytes());
-        out.bulk(v.as_bytes());
+        out.bulk(cfg.get_bytes(canon).unwrap_or_default());
     }
     Ok(())
 }
@@ -97,10 +93,10 @@ fn set(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     if !args.remaining().is_multiple_of(2) {
         return Err(Error::Syntax);
     }
-    let mut pairs: Vec<(String, &'static crate::config::Param, String)> = Vec::new();
-    while let (Some(n), Some(v)) = (args.next(), args.next()) {
+    // Values stay bytes: `requirepass "\xff\xfe"` is those two bytes.
+    let mut pairs: Vec<(String, &'static crate::config::Param, &[u8])> = Vec::new();
+    while let (Some(n), Some(value)) = (args.next(), args.next()) {
         let name = String::from_utf8_lossy(n).into_owned();
-        let value = String::from_utf8_lossy(v).into_owned();
         let Some(p) = find_param(&name) else {
             return Err(Error::Msg(
                 format!("Unknown option or number of arguments for CONFIG SET - '{name}'").into(),
@@ -197,7 +193,7 @@ fn after_set(ctx: &mut Ctx, before: &crate::config::Config) {
         crate::log::set_level(cfg.loglevel);
     }
     for p in crate::config::PARAMS.iter().filter(|p| !p.acted()) {
-        if cfg.get(p.name) != before.get(p.name) {
+        if cfg.get_bytes(p.name) != before.get_bytes(p.name) {
             crate::log::warning(&format!(
                 "CONFIG SET {}: Oxidis accepts this parameter but does not act on it yet",
                 p.name

@@ -58,7 +58,7 @@ fn parse_opts<'a>(args: &mut Args<'a>, is_set: bool) -> Result<Opts<'a>, Error> 
             if o.keepttl || o.persist || other_expiry || !has_next {
                 return Err(Error::Syntax);
             }
-            o.expire = Some((unit, args.next().unwrap()));
+            o.expire = Some((unit, args.next_or_syntax()?));
         } else if opt.eq_ignore_ascii_case(b"NX") && is_set && !o.xx {
             o.nx = true;
         } else if opt.eq_ignore_ascii_case(b"XX") && is_set && !o.nx {

@@ -308,14 +308,19 @@ pub fn reply_members<'a>(
         out.array(n);
     }
     for (m, s) in items.take(n) {
-        if withscores {
-            if out.resp3() {
-                out.array(2);
-            }
-            out.bulk(m);
-            out.double(s);
-        } else {
-            out.bulk(m);
+        reply_member(out, withscores, m, s);
+    }
+}
+
+/// One element of [`reply_members`]'s array.
+pub fn reply_member(out: &mut Reply, withscores: bool, m: &[u8], s: f64) {
+    if withscores {
+        if out.resp3() {
+            out.array(2);
         }
+        out.bulk(m);
+        out.double(s);
+    } else {
+        out.bulk(m);
     }
 }

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::cmd::scan;
+use crate::cmd::hash::sample_unique;
 use crate::error::CmdResult;
 use crate::types::number;
 use std::borrow::Cow;
@@ -142,42 +143,44 @@ pub fn zrandmember(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         }
         _ => return Err(Error::Syntax),
     };
-    let Some(z) = read_zset(ctx.db(), key)? else {
-        ctx.out().empty_array();
+    let cap = ctx.reply_cap();
+    let Ctx { srv, client, .. } = &mut *ctx;
+    let rng = &mut srv.rng;
+    let out = &mut client.reply;
+    let Some(z) = read_zset(&mut srv.ks.dbs[client.db], key)? else {
+        out.empty_array();
         return Ok(());
     };
     let size = z.len();
     let count = l.unsigned_abs() as usize;
     if count == 0 {
-        ctx.out().empty_array();
+        out.empty_array();
         return Ok(());
     }
-    let ranks: Vec<usize> = if l < 0 || count == 1 {
-        (0..count)
-            .map(|_| (ctx.srv.rng.next_u64() % size as u64) as usize)
-            .collect()
-    } else if count >= size {
+    if l < 0 || count == 1 {
+        // Streamed as Redis does: the count is the client's, not bounded by
+        // the set, so nothing is sized by it; the reply stops at the
+        // client's hard output limit.
+        reply_members(out, count, withscores, std::iter::empty());
+        let draw = || Some(z.at((rng.next_u64() % size as u64) as usize));
+        let write = |out: &mut Reply, (m, s)| reply_member(out, withscores, m, s);
+        if crate::cmd::stream_drawn(out, count, cap, draw, write) {
+            ctx.reply_capped();
+        }
+        return Ok(());
+    }
+    let ranks: Vec<usize> = if count >= size {
         // Redis 7.0 returns the whole set, highest rank first.
         (0..size).rev().collect()
     } else {
         // Partial Fisher-Yates over the ranks: `count` distinct members.
         let mut all: Vec<usize> = (0..size).collect();
-        for i in 0..count {
-            let j = i + (ctx.srv.rng.next_u64() % (size - i) as u64) as usize;
-            all.swap(i, j);
-        }
-        all.truncate(count);
+        sample_unique(&mut all, count, || rng.next_u64());
         all
     };
-    let srv = &mut *ctx.srv;
-    let db = &mut srv.ks.dbs[ctx.client.db];
-    let Some(Value::ZSet(z)) = db.peek(key) else {
-        unreachable!()
-    };
-    let n = ranks.len();
     reply_members(
-        &mut ctx.client.reply,
-        n,
+        out,
+        ranks.len(),
         withscores,
         ranks.into_iter().map(|r| z.at(r)),
     );

@@ -275,11 +275,8 @@ fn pop_from(ctx: &mut Ctx, key: &[u8], max: bool, count: usize, shape: PopShape)
     let Ok(Some(z)) = write_zset(ctx.db(), key) else {
         unreachable!("pop_from on a missing set")
     };
-    let n = count.min(z.len());
-    let mut popped = Vec::with_capacity(n);
-    for _ in 0..n {
-        popped.push(z.pop(max).unwrap());
-    }
+    let popped: Vec<(Vec<u8>, f64)> = std::iter::from_fn(|| z.pop(max)).take(count).collect();
+    let n = popped.len();
     let out = ctx.out();
     match (shape.emit_key, shape.nested) {
         (false, false) => out.array(n * 2),
