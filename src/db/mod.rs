@@ -57,6 +57,25 @@ pub fn set_no_touch(on: bool) {
     NO_TOUCH.with(|c| c.set(on));
 }
 
+thread_local! {
+    /// While CLIENT PAUSE is in effect (until this real-clock unix ms), reads
+    /// treat keys past their TTL as missing but leave them in place, so the
+    /// dataset does not change under a pause (Redis's `expireIfNeeded`).
+    static EXPIRY_HELD_UNTIL_MS: std::cell::Cell<i64> = const { std::cell::Cell::new(0) };
+}
+
+/// Holds deletion of expired keys by reads until `until_ms` (0: no hold);
+/// CLIENT PAUSE and UNPAUSE call this.
+pub fn hold_expiry_until(until_ms: i64) {
+    EXPIRY_HELD_UNTIL_MS.with(|c| c.set(until_ms));
+}
+
+/// True while CLIENT PAUSE holds the deletion of expired keys.
+pub fn expiry_held() -> bool {
+    let until = EXPIRY_HELD_UNTIL_MS.with(|c| c.get());
+    until != 0 && clock::real_now_us() / 1000 < until
+}
+
 fn now_secs() -> u32 {
     (clock::now_ms() / 1000) as u32
 }
@@ -182,6 +201,25 @@ impl Db {
         }
     }
 
+    /// For reads: deletes `key` if its time has come, unless CLIENT PAUSE
+    /// holds expiry; true when the key is due but held (reads then treat it
+    /// as missing).
+    fn expire_for_read(&mut self, key: &[u8]) -> bool {
+        if self.expires.is_empty() {
+            return false;
+        }
+        match self.expires.get(key) {
+            Some(&at) if at <= clock::now_ms() => {
+                if expiry_held() {
+                    return true;
+                }
+                self.delete_expired(key);
+                false
+            }
+            _ => false,
+        }
+    }
+
     /// Removes an expired key and records it for the `expired` event.
     pub fn delete_expired(&mut self, key: &[u8]) {
         self.expires.remove(key);
@@ -196,8 +234,8 @@ impl Db {
     /// Looks a key up for reading, counting a keyspace hit or miss and
     /// recording the access (LRU/LFU).
     pub fn get(&mut self, key: &[u8]) -> Option<&mut Value> {
-        self.expire_if_needed(key);
-        match self.keys.get_mut(key) {
+        let held = self.expire_for_read(key);
+        match if held { None } else { self.keys.get_mut(key) } {
             Some(e) => {
                 self.hits += 1;
                 e.access(&mut self.rng);
@@ -249,8 +287,8 @@ impl Db {
     /// Expires `key` if due, counts a hit or miss, and on a miss raises
     /// `keymiss` when `keymiss` is set and the event is enabled.
     fn counted_lookup(&mut self, key: &[u8], keymiss: bool) -> Option<&Entry> {
-        self.expire_if_needed(key);
-        match self.keys.get(key) {
+        let held = self.expire_for_read(key);
+        match if held { None } else { self.keys.get(key) } {
             Some(e) => {
                 self.hits += 1;
                 Some(e)
@@ -292,8 +330,8 @@ impl Db {
 
     /// Records an access without reading the value (TOUCH); true when the key exists.
     pub fn touch_access(&mut self, key: &[u8]) -> bool {
-        self.expire_if_needed(key);
-        match self.keys.get_mut(key) {
+        let held = self.expire_for_read(key);
+        match if held { None } else { self.keys.get_mut(key) } {
             Some(e) => {
                 e.access(&mut self.rng);
                 true
@@ -303,8 +341,7 @@ impl Db {
     }
 
     pub fn contains(&mut self, key: &[u8]) -> bool {
-        self.expire_if_needed(key);
-        self.keys.contains_key(key)
+        !self.expire_for_read(key) && self.keys.contains_key(key)
     }
 
     /// Sets `key` to `val`, dropping any TTL (Redis's `setKey`).
@@ -516,7 +553,9 @@ impl Db {
             if self.is_expired(&k) {
                 tries += 1;
                 if tries < 100 || self.expires.len() < self.keys.len() {
-                    self.delete_expired(&k);
+                    if !expiry_held() {
+                        self.delete_expired(&k);
+                    }
                     continue;
                 }
             }

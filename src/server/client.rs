@@ -30,6 +30,9 @@ pub enum ReplyMode {
     Off,
     /// Set by `CLIENT REPLY SKIP`: the next command's reply is dropped.
     SkipThis,
+    /// While the command after `CLIENT REPLY SKIP` runs: its reply is dropped
+    /// unless it turns replies back on (CLIENT REPLY ON answers `+OK`).
+    Skipping,
 }
 
 /// A command queued by MULTI.
