@@ -24,6 +24,10 @@ pub struct Watched {
     /// expired: for a client that WATCHed the key when it was already
     /// expired, that deletion is no logical change (Redis's `wk->expired`).
     pub stale_deletes: u64,
+    /// How many times SWAPDB brought an already expired key where the key
+    /// did not exist: no logical change, and the key counts as expired for
+    /// watchers from then on (Redis sets `wk->expired`).
+    pub stale_arrivals: u64,
 }
 
 /// A stored value with its access metadata (what Redis keeps in `robj.lru`).
@@ -500,7 +504,12 @@ impl Db {
                 ..
             } = db;
             for (k, w) in watched.iter_mut() {
-                if keys.contains_key(k) || other.keys.contains_key(k) {
+                if !keys.contains_key(k)
+                    && other.keys.contains_key(k)
+                    && !live(&other.keys, &other.expires, k, now)
+                {
+                    w.stale_arrivals += 1;
+                } else if keys.contains_key(k) || other.keys.contains_key(k) {
                     w.version += 1;
                     if !live(keys, expires, k, now) && !live(&other.keys, &other.expires, k, now) {
                         w.stale_deletes += 1;
@@ -726,7 +735,9 @@ mod tests {
         a.set_expire(b"stale", 1);
         a.set(b"live", s("v"));
         b.set(b"theirs", s("v"));
-        for k in [&b"stale"[..], b"live", b"theirs", b"nowhere"] {
+        b.set(b"arrives_stale", s("v"));
+        b.set_expire(b"arrives_stale", 1);
+        for k in [&b"stale"[..], b"live", b"theirs", b"nowhere", b"arrives_stale"] {
             a.watched.insert(k.into(), Watched::default());
         }
         a.swap_data(&mut b);
@@ -738,6 +749,9 @@ mod tests {
         assert_eq!(w(b"live"), (1, 0));
         assert_eq!(w(b"theirs"), (1, 0));
         assert_eq!(w(b"nowhere"), (0, 0));
+        // Nothing replaced by an expired key: no touch, a stale arrival.
+        assert_eq!(w(b"arrives_stale"), (0, 0));
+        assert_eq!(a.watched[&b"arrives_stale"[..]].stale_arrivals, 1);
         assert!(a.peek(b"theirs").is_some() && b.peek(b"live").is_some());
     }
 

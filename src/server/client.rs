@@ -60,6 +60,8 @@ pub struct WatchedKey {
     pub expired_at_watch: bool,
     /// `Watched::stale_deletes` at WATCH time.
     pub stale_deletes: u64,
+    /// `Watched::stale_arrivals` at WATCH time.
+    pub stale_arrivals: u64,
 }
 
 /// A client waiting in a blocking command (BLPOP, BZPOPMIN, ...).
