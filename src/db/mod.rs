@@ -737,7 +737,13 @@ mod tests {
         b.set(b"theirs", s("v"));
         b.set(b"arrives_stale", s("v"));
         b.set_expire(b"arrives_stale", 1);
-        for k in [&b"stale"[..], b"live", b"theirs", b"nowhere", b"arrives_stale"] {
+        for k in [
+            &b"stale"[..],
+            b"live",
+            b"theirs",
+            b"nowhere",
+            b"arrives_stale",
+        ] {
             a.watched.insert(k.into(), Watched::default());
         }
         a.swap_data(&mut b);

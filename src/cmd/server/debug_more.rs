@@ -148,6 +148,8 @@ fn protocol(ctx: &mut Ctx, name: &[u8]) -> CmdResult {
     match name.to_ascii_lowercase().as_slice() {
         b"string" => out.bulk(b"Hello World"),
         b"integer" => out.int(12345),
+        // Redis's literal 3.141 (not pi).
+        #[allow(clippy::approx_constant)]
         b"double" => out.double(3.141),
         b"bignum" => {
             let n = b"1234567999999999999999999999999999999";
@@ -197,8 +199,7 @@ fn protocol(ctx: &mut Ctx, name: &[u8]) -> CmdResult {
             let end = out.len();
             ctx.client.pushed.push((start, end));
             // A push is out of band: a normal reply follows for the caller.
-            ctx.out()
-                .bulk(b"Some real reply following the push reply");
+            ctx.out().bulk(b"Some real reply following the push reply");
         }
         b"true" => out.boolean(true),
         b"false" => out.boolean(false),
