@@ -38,6 +38,14 @@ pub enum Error {
     StringTooLong,
     /// `OOM command not allowed when used memory > 'maxmemory'.`
     Oom,
+    /// `ERR timeout is negative`
+    TimeoutNegative,
+    /// `ERR timeout is not a float or out of range` (timeouts in seconds)
+    TimeoutNotFloat,
+    /// `ERR timeout is not an integer or out of range` (timeouts in milliseconds)
+    TimeoutNotInteger,
+    /// `ERR invalid cursor` (SCAN family)
+    InvalidCursor,
     /// Any other `ERR <message>`.
     Msg(Cow<'static, str>),
     /// A full error line that already carries its own code (`BUSYKEY ...`, `NOSCRIPT ...`).
@@ -86,6 +94,10 @@ impl Error {
                 "ERR string exceeds maximum allowed size (proto-max-bulk-len)".into()
             }
             Error::Oom => "OOM command not allowed when used memory > 'maxmemory'.".into(),
+            Error::TimeoutNegative => "ERR timeout is negative".into(),
+            Error::TimeoutNotFloat => "ERR timeout is not a float or out of range".into(),
+            Error::TimeoutNotInteger => "ERR timeout is not an integer or out of range".into(),
+            Error::InvalidCursor => "ERR invalid cursor".into(),
             Error::Msg(m) => format!("ERR {m}").into(),
             Error::Coded(c) => c.clone(),
         }

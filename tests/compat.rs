@@ -1,6 +1,7 @@
 //! Replays every compat/cases/**/*.case against Oxidis and compares each reply
 //! with the bytes a real redis-server gave (the `.golden` file beside it).
-//! See compat/README.md for the format. Set COMPAT_FILTER=substring to run a subset.
+//! See compat/README.md for the format. Each case file is one test, named
+//! by its path: `cargo test --test compat string/` runs the string cases.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -379,44 +380,36 @@ fn case_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-#[test]
-fn compat_cases_match_recorded_redis() {
+/// One test per case file, named by its path under compat/cases without the
+/// extension (`cargo test --test compat hash/incr` runs that file alone).
+fn main() {
+    let args = libtest_mimic::Arguments::from_args();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("compat/cases");
     let mut files = Vec::new();
     case_files(&root, &mut files);
-    if let Ok(f) = std::env::var("COMPAT_FILTER") {
-        files.retain(|p| p.to_string_lossy().contains(&f));
-    }
     assert!(
         !files.is_empty(),
         "no compat cases found under {}",
         root.display()
     );
-    let queue = std::sync::Mutex::new(files.clone());
-    let results = std::sync::Mutex::new(Vec::new());
-    std::thread::scope(|s| {
-        for _ in 0..4 {
-            s.spawn(|| loop {
-                let Some(p) = queue.lock().unwrap().pop() else {
-                    break;
-                };
-                let r = run_file(&p);
-                results.lock().unwrap().push(r);
-            });
-        }
-    });
-    let results = results.into_inner().unwrap();
-    let checked: usize = results.iter().map(|r| r.0).sum();
-    let failures: Vec<String> = results.into_iter().flat_map(|r| r.1).collect();
-    eprintln!(
-        "compat: {} files, {} replies checked, {} failures",
-        files.len(),
-        checked,
-        failures.len()
-    );
-    assert!(
-        failures.is_empty(),
-        "compat failures:\n{}",
-        failures.join("\n")
-    );
+    let tests = files
+        .into_iter()
+        .map(|path| {
+            let name = path
+                .strip_prefix(&root)
+                .unwrap_or(&path)
+                .with_extension("")
+                .to_string_lossy()
+                .into_owned();
+            libtest_mimic::Trial::test(name, move || {
+                let (_, failures) = run_file(&path);
+                if failures.is_empty() {
+                    Ok(())
+                } else {
+                    Err(failures.join("\n").into())
+                }
+            })
+        })
+        .collect();
+    libtest_mimic::run(&args, tests).exit();
 }

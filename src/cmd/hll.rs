@@ -14,6 +14,13 @@ pub static SPECS: &[CommandSpec] = &[
     CommandSpec::new("pfcount", -2, READONLY | MAY_REPLICATE, (1, -1, 1), pfcount),
     CommandSpec::new("pfmerge", -2, WRITE | DENYOOM, (1, -1, 1), pfmerge),
     CommandSpec::new("pfdebug", 3, WRITE | DENYOOM | ADMIN, (2, 2, 1), pfdebug),
+    CommandSpec::new(
+        "pfselftest",
+        1,
+        ADMIN,
+        (0, 0, 0),
+        super::pfselftest::pfselftest,
+    ),
 ];
 
 fn not_hll() -> Error {

@@ -1,4 +1,23 @@
 //! Command families, one module each; every module exports its `SPECS`.
+//!
+//! # Adding a command
+//!
+//! 1. The handler: a `fn(&mut Ctx, &mut Args) -> CmdResult` in its family's
+//!    module (a new file when the family grows past one sitting). Parse every
+//!    option into a typed value first, then touch the keyspace; errors come
+//!    from `crate::error`. Arity is already checked by the gate.
+//! 2. Its spec line in the family's `SPECS`: name, arity, flags, key
+//!    positions, exactly as `COMMAND INFO <name>` answers on Redis 7.0.15.
+//!    The flags are what the gate decides by (write, denyoom, noscript, ...).
+//!    COMMAND/COMMAND DOCS serve the metadata recorded in
+//!    `src/command/meta/` (`compat/gen_commands.py` records it); the table
+//!    test fails when a spec disagrees with it.
+//! 3. A compat case: `compat/cases/<family>/<name>.case` with normal use,
+//!    edge cases and every error, then `python3 compat/record.py` on it to
+//!    record Redis's replies; commit both files. `cargo test --test compat
+//!    <family>/<name>` replays it.
+//! 4. If the command writes and Redis propagates something other than the
+//!    command itself, say so with the propagation API (see `command::dispatch`).
 
 use crate::command::CommandSpec;
 use crate::error::CmdResult;
@@ -11,8 +30,10 @@ pub mod hash;
 pub mod hll;
 pub mod keyspace;
 pub mod list;
+pub mod pfselftest;
 pub mod pubsub;
 pub mod replication;
+pub mod scan;
 pub mod scripting;
 pub mod server;
 pub mod set;

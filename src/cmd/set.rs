@@ -9,9 +9,8 @@ use crate::server::{notify, Ctx};
 use crate::types::number::parse_i64;
 use crate::types::set::{Member, Set};
 
-use super::hash::{
-    parse_cursor, parse_scan_opts, rand_count, sample_unique, scan_keep, scan_reply, RandCount,
-};
+use super::hash::{rand_count, sample_unique, RandCount};
+use super::scan;
 
 pub static SPECS: &[CommandSpec] = &[
     CommandSpec::new("sadd", -3, WRITE | DENYOOM | FAST, (1, 1, 1), sadd),
@@ -549,29 +548,23 @@ fn sintercard(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// ```
 /// Array: next cursor, then an array of members.
 fn sscan(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
-    let mut cursor = parse_cursor(args.at(2))?;
+    let cursor = scan::parse_cursor(args.at(2))?;
     let (db, out) = ctx.db_out();
     let Some(s) = read(db, args.at(1))? else {
-        scan_reply(out, 0, &[]);
+        scan::reply::<&[u8]>(out, 0, &[]);
         return Ok(());
     };
-    let o = parse_scan_opts(args, 3)?;
+    let o = scan::parse_opts(args, 3, false)?;
     let mut items = Vec::new();
-    let mut raw = 0;
-    let mut budget = o.count.saturating_mul(10);
-    loop {
-        cursor = s.scan(cursor, |m| {
-            raw += 1;
+    let cursor = scan::walk(cursor, o.count, |c, n| {
+        s.scan(c, |m| {
+            *n += 1;
             let b = m.to_bytes();
-            if scan_keep(&o, &b) {
+            if o.keeps(&b) {
                 items.push(b.into_owned());
             }
-        });
-        budget -= 1;
-        if cursor == 0 || budget == 0 || raw >= o.count {
-            break;
-        }
-    }
-    scan_reply(out, cursor, &items);
+        })
+    });
+    scan::reply(out, cursor, &items);
     Ok(())
 }

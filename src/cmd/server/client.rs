@@ -476,11 +476,7 @@ fn kill(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// ```
 /// `OK`; commands from all clients (or only writes) wait until the pause ends.
 fn pause(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
-    let ms = match parse_i64(args.at(2)) {
-        Some(n) if n >= 0 => n,
-        Some(_) => return Err(Error::msg("timeout is negative")),
-        None => return Err(Error::msg("timeout is not an integer or out of range")),
-    };
+    let ms = crate::server::blocking::parse_timeout_ms(args.at(2))?;
     args.set_pos(3);
     let mut write_only = false;
     if args.len() == 4 {

@@ -319,16 +319,3 @@ pub fn reply_members<'a>(
         }
     }
 }
-
-/// Parses a blocking timeout in seconds (`getTimeoutFromObjectOrReply`) into milliseconds.
-pub fn parse_timeout(a: &[u8]) -> Result<i64, Error> {
-    let v = crate::types::number::parse_f64(a)
-        .ok_or_else(|| Error::msg("timeout is not a float or out of range"))?;
-    let ms = (v * 1000.0).ceil();
-    // C's conversion of an out-of-range value gives LLONG_MIN, which Redis
-    // then reports as negative.
-    if ms < 0.0 || ms >= i64::MAX as f64 {
-        return Err(Error::msg("timeout is negative"));
-    }
-    Ok(ms as i64)
-}

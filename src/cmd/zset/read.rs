@@ -1,8 +1,10 @@
 //! Sorted-set reads: ZCARD, ZSCORE, ZMSCORE, ZRANK, ZREVRANK, ZCOUNT, ZLEXCOUNT, ZRANDMEMBER, ZSCAN.
 
 use super::*;
+use crate::cmd::scan;
 use crate::error::CmdResult;
 use crate::types::number;
+use std::borrow::Cow;
 
 /// ```text
 /// ZCARD key
@@ -187,33 +189,17 @@ pub fn zrandmember(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// ```
 /// [next cursor, [member, score, ...]]. A listpack-encoded set is returned
 /// whole with cursor 0, as Redis does; a big set is walked in score order
-/// with the cursor holding the next rank.
+/// with the cursor holding the last score returned.
 pub fn zscan(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let key = args.at(1);
-    let cursor = parse_cursor(args.at(2)).ok_or_else(|| Error::msg("invalid cursor"))?;
+    let cursor = scan::parse_cursor(args.at(2))?;
     let (db, out) = ctx.db_out();
     let Some(z) = read_zset(db, key)? else {
-        out.array(2);
-        out.bulk(b"0");
-        out.empty_array();
+        scan::reply::<&[u8]>(out, 0, &[]);
         return Ok(());
     };
-    args.set_pos(3);
-    let mut count = 10usize;
-    let mut pattern: Option<&[u8]> = None;
-    while args.has_more() {
-        if args.remaining() >= 2 && args.eat_ci("COUNT") {
-            let c = args.next_i64()?;
-            if c < 1 {
-                return Err(Error::Syntax);
-            }
-            count = c as usize;
-        } else if args.remaining() >= 2 && args.eat_ci("MATCH") {
-            pattern = args.next();
-        } else {
-            return Err(Error::Syntax);
-        }
-    }
+    let o = scan::parse_opts(args, 3, false)?;
+    let count = o.count;
     let len = z.len();
     let (start, end) = if z.is_listpack() {
         (0, len)
@@ -252,41 +238,15 @@ pub fn zscan(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     } else {
         score_cursor(z.at(end - 1).1)
     };
-    let keep = |m: &[u8]| match pattern {
-        None => true,
-        Some(p) => p == b"*" || crate::types::glob::matches(p, m, false),
-    };
-    let items: Vec<(&[u8], f64)> = z
-        .iter_from(start)
-        .take(end - start)
-        .filter(|(m, _)| keep(m))
-        .collect();
-    out.array(2);
-    out.bulk(itoa::Buffer::new().format(next).as_bytes());
-    out.array(items.len() * 2);
-    for (m, s) in items {
-        out.bulk(m);
-        out.bulk(crate::types::number::fmt_double(s).as_bytes());
+    let mut items: Vec<Cow<[u8]>> = Vec::new();
+    for (m, s) in z.iter_from(start).take(end - start) {
+        if o.keeps(m) {
+            items.push(Cow::Borrowed(m));
+            items.push(Cow::Owned(crate::types::number::fmt_double(s).into_bytes()));
+        }
     }
+    scan::reply(out, next, &items);
     Ok(())
-}
-
-/// A SCAN cursor as C's `strtoul` reads it (Redis's `parseScanCursorOrReply`):
-/// an optional sign (a negative value wraps), digits, nothing after; empty is 0.
-fn parse_cursor(s: &[u8]) -> Option<u64> {
-    if s.is_empty() {
-        return Some(0);
-    }
-    let (neg, digits) = match s[0] {
-        b'-' => (true, &s[1..]),
-        b'+' => (false, &s[1..]),
-        _ => (false, s),
-    };
-    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    let v: u64 = std::str::from_utf8(digits).ok()?.parse().ok()?;
-    Some(if neg { v.wrapping_neg() } else { v })
 }
 
 /// A score as a ZSCAN cursor: its bits mapped so that integer order is score

@@ -365,7 +365,7 @@ fn first_nonempty(
 }
 
 fn bzpop(ctx: &mut Ctx, args: &mut Args, max: bool) -> CmdResult {
-    let timeout = parse_timeout(args.at(args.len() - 1))?;
+    let timeout = blocking::parse_timeout(args.at(args.len() - 1))?;
     let keys = 1..args.len() - 1;
     match first_nonempty(ctx, args, keys.clone())? {
         Some(i) => {
@@ -458,7 +458,7 @@ pub fn zmpop(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// ```
 /// [key, [[member, score], ...]], or null on timeout.
 pub fn bzmpop(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
-    let timeout = parse_timeout(args.at(1))?;
+    let timeout = blocking::parse_timeout(args.at(1))?;
     let (keys, max, count) = parse_mpop(args, 2)?;
     match first_nonempty(ctx, args, keys.clone())? {
         Some(i) => pop_from(ctx, args.at(i), max, count, MPOP_SHAPE),
