@@ -116,3 +116,11 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// Texts of `ERR` errors raised from one place each, for `Error::msg`.
+pub mod text {
+    /// DEBUG PROTOCOL with an unknown type name.
+    pub const DEBUG_PROTOCOL_TYPE: &str = "Wrong protocol type name. Please use one of the following: string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false";
+    /// A reply that exists only in RESP3 (DEBUG PROTOCOL PUSH) asked for over RESP2.
+    pub const RESP2_NOT_SUPPORTED: &str = "RESP2 is not supported by this command";
+}

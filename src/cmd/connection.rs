@@ -244,7 +244,11 @@ fn reset(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
     c.db = 0;
     c.reply.resp = 2;
     c.name = None;
-    c.reply_mode = crate::server::client::ReplyMode::On;
+    // RESET ends CLIENT REPLY OFF and a pending SKIP, but when RESET is itself
+    // the skipped command its reply stays dropped.
+    if c.reply_mode != crate::server::client::ReplyMode::Skipping {
+        c.reply_mode = crate::server::client::ReplyMode::On;
+    }
     c.no_evict = false;
     c.no_touch = false;
     c.authenticated = ctx.srv.config.requirepass.is_none();

@@ -11,7 +11,7 @@ use crate::types::string::Str;
 
 pub static SPECS: &[CommandSpec] = &[
     CommandSpec::new("pfadd", -2, WRITE | DENYOOM | FAST, (1, 1, 1), pfadd),
-    CommandSpec::new("pfcount", -2, READONLY, (1, -1, 1), pfcount),
+    CommandSpec::new("pfcount", -2, READONLY | MAY_REPLICATE, (1, -1, 1), pfcount),
     CommandSpec::new("pfmerge", -2, WRITE | DENYOOM, (1, -1, 1), pfmerge),
     CommandSpec::new("pfdebug", 3, WRITE | DENYOOM | ADMIN, (2, 2, 1), pfdebug),
     CommandSpec::new(

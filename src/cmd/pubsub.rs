@@ -20,14 +20,14 @@ pub static SPECS: &[CommandSpec] = &[
     CommandSpec::new(
         "publish",
         3,
-        PUBSUB | LOADING | STALE | FAST,
+        PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE,
         (0, 0, 0),
         publish,
     ),
     CommandSpec::new(
         "spublish",
         3,
-        PUBSUB | LOADING | STALE | FAST,
+        PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE,
         (1, 1, 1),
         spublish,
     ),

@@ -138,13 +138,15 @@ fn watch(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         let expired_at_watch = db.is_expired(key);
         let w = db.watched.entry(key.into()).or_default();
         w.watchers += 1;
-        let (version, stale_deletes) = (w.version, w.stale_deletes);
+        let (version, stale_deletes, stale_arrivals) =
+            (w.version, w.stale_deletes, w.stale_arrivals);
         ctx.client.watched.push(WatchedKey {
             db: dbi,
             key: key.into(),
             version,
             expired_at_watch,
             stale_deletes,
+            stale_arrivals,
         });
     }
     ctx.out().ok();
@@ -167,16 +169,19 @@ fn unwatch(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
 fn watched_touched(srv: &Server, c: &Client) -> bool {
     c.watched.iter().any(|w| {
         let db = &srv.ks.dbs[w.db];
-        let changed = db.watched.get(&w.key).is_none_or(|e| {
-            let bumps = e.version - w.version;
-            let excused = if w.expired_at_watch {
-                (e.stale_deletes - w.stale_deletes).min(1)
-            } else {
-                0
-            };
-            bumps > excused
-        });
-        changed || (!w.expired_at_watch && db.is_expired(&w.key))
+        let Some(e) = db.watched.get(&w.key) else {
+            return true;
+        };
+        // A key that SWAPDB brought in already expired counts as expired
+        // from then on, as one watched when expired (Redis's `wk->expired`).
+        let expired = w.expired_at_watch || e.stale_arrivals != w.stale_arrivals;
+        let bumps = e.version - w.version;
+        let excused = if expired {
+            (e.stale_deletes - w.stale_deletes).min(1)
+        } else {
+            0
+        };
+        bumps > excused || (!expired && db.is_expired(&w.key))
     })
 }
 

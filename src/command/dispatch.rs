@@ -18,10 +18,11 @@ pub fn dispatch(srv: &mut Server, client: &mut Client, args: &Args) {
     client.pushed.clear();
     let start_len = client.reply.len();
     // CLIENT REPLY: OFF drops replies until a command turns it back on (the
-    // reply of CLIENT REPLY ON itself is sent); SKIP drops the next reply.
+    // reply of CLIENT REPLY ON itself is sent); SKIP drops the next reply,
+    // unless that next command is CLIENT REPLY ON.
     let mode_before = client.reply_mode;
     if mode_before == ReplyMode::SkipThis {
-        client.reply_mode = ReplyMode::On;
+        client.reply_mode = ReplyMode::Skipping;
     }
     match check(srv, client, args) {
         Ok(cmd) => {
@@ -50,9 +51,12 @@ pub fn dispatch(srv: &mut Server, client: &mut Client, args: &Args) {
     }
     let drop_reply = match mode_before {
         ReplyMode::Off => client.reply_mode == ReplyMode::Off,
-        ReplyMode::SkipThis => true,
+        ReplyMode::SkipThis | ReplyMode::Skipping => client.reply_mode != ReplyMode::On,
         ReplyMode::On => false,
     };
+    if client.reply_mode == ReplyMode::Skipping {
+        client.reply_mode = ReplyMode::On;
+    }
     if drop_reply {
         crate::server::pubsub::drop_reply_keep_pushes(client, start_len);
     }
@@ -84,15 +88,17 @@ pub fn must_postpone(srv: &mut Server, client: &Client, args: &Args) -> bool {
     if !p.write_only {
         return true;
     }
+    // Scripts count as writes by the flags they declare (script::cmd_flags).
     let writes = flags::WRITE | flags::MAY_REPLICATE;
-    if cmd.spec.has(writes) {
+    if crate::script::cmd_flags::effective(srv, cmd.spec, args) & writes != 0 {
         return true;
     }
     cmd.spec.name == "exec"
-        && client
-            .multi
-            .as_ref()
-            .is_some_and(|m| m.queue.iter().any(|q| q.spec.has(writes)))
+        && client.multi.as_ref().is_some_and(|m| {
+            m.queue.iter().any(|q| {
+                crate::script::cmd_flags::effective(srv, q.spec, &q.argv.args()) & writes != 0
+            })
+        })
 }
 
 /// Commands that act on the transaction itself instead of being queued.

@@ -15,6 +15,7 @@
 pub mod bit;
 pub mod busy;
 pub mod cjson;
+pub mod cmd_flags;
 pub mod convert;
 pub mod function;
 pub mod lua;

@@ -25,7 +25,7 @@ pub async fn run(srv: Rc<RefCell<Server>>) {
         let paused = s
             .pause
             .is_some_and(|p| p.until_ms > crate::clock::real_now_us() / 1000);
-        if !paused {
+        if !paused && s.active_expire {
             active_expire(&mut s);
         }
         let now = crate::clock::now_ms();

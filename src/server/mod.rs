@@ -45,6 +45,8 @@ pub struct Server {
     pub activity: Rc<tokio::sync::Notify>,
     /// Clients paused by CLIENT PAUSE until this unix millisecond, and for which commands.
     pub pause: Option<Pause>,
+    /// The cron's active expiry cycle runs (DEBUG SET-ACTIVE-EXPIRE 0 stops it).
+    pub active_expire: bool,
     pub rng: Rng,
     pub last_save_unix: i64,
     /// Extension state for later families (scripting, tracking, ...).
@@ -125,6 +127,7 @@ impl Server {
             shutdown_signal: Rc::new(tokio::sync::Notify::new()),
             activity: Rc::new(tokio::sync::Notify::new()),
             pause: None,
+            active_expire: true,
             rng,
             last_save_unix: crate::clock::real_now_us() / 1_000_000,
             ext: Extensions::default(),

@@ -147,7 +147,9 @@ fn scan(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             }
         }
         if db.is_expired(k) {
-            db.delete_expired(k);
+            if !crate::db::expiry_held() {
+                db.delete_expired(k);
+            }
             return false;
         }
         true

@@ -503,6 +503,7 @@ fn pause(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         },
     };
     ctx.srv.pause = Some(p);
+    crate::db::hold_expiry_until(p.until_ms);
     ctx.out().ok();
     Ok(())
 }
@@ -513,6 +514,7 @@ fn pause(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// `OK`; waiting commands run.
 fn unpause(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
     ctx.srv.pause = None;
+    crate::db::hold_expiry_until(0);
     let ids: Vec<ClientId> = ctx.srv.clients.keys().copied().collect();
     for id in ids {
         if id != ctx.client.id {

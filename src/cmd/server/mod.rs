@@ -5,6 +5,7 @@ mod client;
 mod command;
 mod config;
 mod debug;
+mod debug_more;
 pub mod info;
 pub mod latency;
 pub mod slowlog;
