@@ -2,6 +2,7 @@
 
 pub mod args;
 pub mod dispatch;
+pub mod gate;
 pub mod meta;
 pub mod spec;
 pub mod table;

@@ -1,4 +1,4 @@
-//! DEBUG (only SLEEP, and only when `enable-debug-command` allows it) and
+//! DEBUG (only SLEEP and SET-ACTIVE-EXPIRE, and only when `enable-debug-command` allows it) and
 //! MEMORY USAGE, DOCTOR, STATS, MALLOC-STATS, PURGE, HELP.
 
 use crate::command::flags::*;
@@ -55,6 +55,13 @@ pub fn debug(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         if secs > 0.0 && secs.is_finite() {
             std::thread::sleep(std::time::Duration::from_secs_f64(secs.min(3600.0)));
         }
+        ctx.out().ok();
+        return Ok(());
+    }
+    // DEBUG SET-ACTIVE-EXPIRE 0|1: stops (or resumes) the cron's expiry, so
+    // keys expire only when looked up (tests of lazy expiry rely on it).
+    if sub.eq_ignore_ascii_case(b"set-active-expire") && args.len() == 3 {
+        ctx.srv.active_expire = crate::types::number::parse_i64(args.at(2)).unwrap_or(0) != 0;
         ctx.out().ok();
         return Ok(());
     }
