@@ -266,3 +266,171 @@ fn unknown_command(args: &Args) -> Error {
         .into(),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::command::args::Argv;
+    use crate::error::Error;
+    use crate::server::client::{ConnKind, Multi};
+    use crate::server::{Pause, Server};
+
+    fn setup() -> (Server, Client) {
+        let srv = Server::new(crate::Config::default());
+        let c = Client::new(1, String::new(), String::new(), ConnKind::Tcp, false);
+        (srv, c)
+    }
+
+    fn verdict(srv: &Server, c: &Client, words: &[&str], caller: Caller) -> Verdict {
+        let argv = Argv::from_slices(words.iter().map(|w| w.as_bytes()));
+        check(srv, c, &argv.args(), caller)
+    }
+
+    /// The rejection's error text, or what the gate decided.
+    fn outcome(srv: &Server, c: &Client, words: &[&str], caller: Caller) -> String {
+        match verdict(srv, c, words, caller) {
+            Verdict::Run(cmd) => format!("run {}", cmd.spec.name),
+            Verdict::Queue(cmd) => format!("queue {}", cmd.spec.name),
+            Verdict::Postpone => "postpone".into(),
+            Verdict::Reject(_, r) => r.error().text().into_owned(),
+        }
+    }
+
+    #[test]
+    fn stages_run_in_redis_order() {
+        let (srv, mut c) = setup();
+        c.authenticated = false;
+        // Arity comes before auth, auth before everything after it.
+        assert_eq!(
+            outcome(&srv, &c, &["get"], Caller::Client),
+            Error::Arity("get".into()).text()
+        );
+        assert_eq!(
+            outcome(&srv, &c, &["get", "k"], Caller::Client),
+            "NOAUTH Authentication required."
+        );
+        assert_eq!(
+            outcome(&srv, &c, &["auth", "pw"], Caller::Client),
+            "run auth"
+        );
+        c.authenticated = true;
+        c.multi = Some(Multi::default());
+        assert_eq!(
+            outcome(&srv, &c, &["nosuch", "a"], Caller::Client),
+            "ERR unknown command 'nosuch', with args beginning with: 'a' "
+        );
+        assert_eq!(
+            outcome(&srv, &c, &["get", "k"], Caller::Client),
+            "queue get"
+        );
+        assert_eq!(outcome(&srv, &c, &["exec"], Caller::Client), "run exec");
+        assert_eq!(outcome(&srv, &c, &["reset"], Caller::Client), "run reset");
+    }
+
+    #[test]
+    fn pubsub_context_is_decided_by_flag() {
+        let (srv, mut c) = setup();
+        c.channels.insert(b"ch".to_vec());
+        assert_eq!(outcome(&srv, &c, &["ping"], Caller::Client), "run ping");
+        assert_eq!(
+            outcome(&srv, &c, &["psubscribe", "p*"], Caller::Client),
+            "run psubscribe"
+        );
+        assert!(
+            outcome(&srv, &c, &["get", "k"], Caller::Client).starts_with("ERR Can't execute 'get'")
+        );
+        c.reply.resp = 3;
+        assert_eq!(outcome(&srv, &c, &["get", "k"], Caller::Client), "run get");
+    }
+
+    #[test]
+    fn busy_allows_only_allow_busy_commands() {
+        let (srv, c) = setup();
+        let busy = Caller::WhileBusy { function: false };
+        assert!(outcome(&srv, &c, &["get", "k"], busy)
+            .starts_with("BUSY Redis is busy running a script. You can only call SCRIPT KILL"));
+        assert_eq!(
+            outcome(&srv, &c, &["script", "kill"], busy),
+            "run script|kill"
+        );
+        let fbusy = Caller::WhileBusy { function: true };
+        assert!(outcome(&srv, &c, &["get", "k"], fbusy).contains("FUNCTION KILL"));
+    }
+
+    #[test]
+    fn pause_holds_writes_and_exec_of_writes() {
+        let (mut srv, mut c) = setup();
+        srv.pause = Some(Pause {
+            until_ms: i64::MAX,
+            write_only: true,
+        });
+        assert_eq!(
+            outcome(&srv, &c, &["set", "k", "v"], Caller::Client),
+            "postpone"
+        );
+        assert_eq!(outcome(&srv, &c, &["get", "k"], Caller::Client), "run get");
+        // Errors found before the pause stage are answered at once.
+        assert!(outcome(&srv, &c, &["set", "k"], Caller::Client).starts_with("ERR wrong number"));
+        c.multi = Some(Multi::default());
+        assert_eq!(outcome(&srv, &c, &["exec"], Caller::Client), "run exec");
+        assert_eq!(
+            outcome(&srv, &c, &["set", "k", "v"], Caller::Client),
+            "postpone"
+        );
+        let q = Argv::from_slices([&b"set"[..], b"k", b"v"]);
+        let cmd = resolve(&q.args()).ok().unwrap();
+        c.multi
+            .as_mut()
+            .unwrap()
+            .queue
+            .push(crate::server::client::Queued {
+                spec: cmd.spec,
+                id: cmd.id,
+                argv: q,
+            });
+        assert_eq!(outcome(&srv, &c, &["exec"], Caller::Client), "postpone");
+        // Scripts and the server's own client are never held.
+        let script = Caller::Script { read_only: false };
+        assert_eq!(outcome(&srv, &c, &["set", "k", "v"], script), "run set");
+        assert_eq!(
+            outcome(&srv, &c, &["set", "k", "v"], Caller::Internal),
+            "queue set"
+        );
+        srv.pause = Some(Pause {
+            until_ms: 0,
+            write_only: false,
+        });
+        assert_eq!(
+            outcome(&srv, &c, &["set", "k", "v"], Caller::Client),
+            "queue set"
+        );
+    }
+
+    #[test]
+    fn script_stage_has_its_own_errors() {
+        let (srv, c) = setup();
+        let s = Caller::Script { read_only: false };
+        let ro = Caller::Script { read_only: true };
+        assert_eq!(
+            outcome(&srv, &c, &["nosuch"], s),
+            "ERR Unknown Redis command called from script"
+        );
+        assert_eq!(
+            outcome(&srv, &c, &["config", "nosuch"], s),
+            "ERR Unknown Redis command called from script"
+        );
+        assert_eq!(
+            outcome(&srv, &c, &["get"], s),
+            "ERR Wrong number of args calling Redis command from script"
+        );
+        assert_eq!(
+            outcome(&srv, &c, &["multi"], s),
+            "ERR This Redis command is not allowed from script"
+        );
+        assert_eq!(
+            outcome(&srv, &c, &["set", "k", "v"], ro),
+            "ERR Write commands are not allowed from read-only scripts."
+        );
+        assert_eq!(outcome(&srv, &c, &["get", "k"], ro), "run get");
+    }
+}

@@ -179,7 +179,10 @@ impl Propagation {
         let cur = std::mem::replace(&mut self.cur, e.outer);
         self.depth -= 1;
         let wrote = dirty != e.dirty || cur.force;
-        if wrote && !cur.prevent && !is_exec && !(self.script_repl_off && self.depth > 0) {
+        // EXEC is never propagated itself (its commands are), nor what a
+        // script runs after redis.set_repl(REPL_NONE).
+        let silenced = cur.prevent || is_exec || (self.script_repl_off && self.depth > 0);
+        if wrote && !silenced {
             let resp = match &cur.rewrite {
                 Some(v) => encode(v.iter().map(|a| &a[..])),
                 None => encode((0..argv.len()).map(|i| argv.at(i))),
