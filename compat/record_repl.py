@@ -23,7 +23,6 @@ import re
 import socket
 import sys
 import time
-import glob
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import record  # noqa: E402  (same directory: case syntax, connections, escaping)
@@ -102,12 +101,8 @@ def run_case(redis, path):
     proc, port, tmp = record.start_redis(redis, extra)
     lines = []
     try:
+        version = record.redis_version(port)
         probe = record.Conn(port, 2)
-        probe.send([b"INFO", b"server"])
-        version = "?"
-        for l in probe.read_frames()[0].split(b"\r\n"):
-            if l.startswith(b"redis_version:"):
-                version = l.split(b":")[1].decode()
         probe.send([b"DEBUG", b"SET-ACTIVE-EXPIRE", b"0"])
         probe.read_frames()
         probe.sock.close()
@@ -129,10 +124,7 @@ def run_case(redis, path):
             stream = normalise(replica.drain(), int(time.time() * 1000))
             lines.append(record.escape(stream))
     finally:
-        proc.kill()
-        proc.wait()
-        import shutil
-        shutil.rmtree(tmp, ignore_errors=True)
+        record.stop_redis(proc, tmp)
     golden = os.path.splitext(path)[0] + ".golden"
     with open(golden, "w", encoding="utf-8") as f:
         f.write("# replication stream from redis-server %s by compat/record_repl.py; do not edit\n" % version)
@@ -140,13 +132,5 @@ def run_case(redis, path):
     return len(lines)
 
 
-def main():
-    redis = record.find_redis()
-    files = sys.argv[1:] or sorted(glob.glob(os.path.join(HERE, "repl", "**", "*.case"), recursive=True))
-    for path in files:
-        n = run_case(redis, path)
-        print("recorded %s (%d steps)" % (os.path.relpath(path), n))
-
-
 if __name__ == "__main__":
-    main()
+    record.record_all("repl", run_case)
