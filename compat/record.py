@@ -265,6 +265,28 @@ def record_all(subdir, run_case):
         print("recorded %s (%d steps)" % (os.path.relpath(path), n))
 
 
+def run_steps(port, proto, steps, path):
+    """Runs a case's steps; yields each command step with its reply frames
+    (None for `~noreply`). Clients connect on first use."""
+    conns = {}
+    for st in steps:
+        if "sleep" in st:
+            time.sleep(st["sleep"] / 1000)
+            continue
+        c = conns.get(st["client"])
+        if c is None:
+            c = conns[st["client"]] = Conn(port, proto)
+        if st["argv"]:
+            c.send(st["argv"])
+        if "noreply" in st["mods"]:
+            yield st, None
+            continue
+        frames = c.read_frames()
+        if not frames:
+            raise RuntimeError("%s:%d: no reply to %s" % (path, st["line"], st["text"]))
+        yield st, frames
+
+
 def run_case(redis, path):
     args, protocols, steps = parse_case(path)
     lines = []
@@ -277,22 +299,10 @@ def run_case(redis, path):
         try:
             if version is None and "--requirepass" not in args:
                 version = redis_version(port)
-            conns = {}
-            for st in steps:
-                if "sleep" in st:
-                    time.sleep(st["sleep"] / 1000)
-                    continue
-                c = conns.get(st["client"])
-                if c is None:
-                    c = conns[st["client"]] = Conn(port, proto)
-                if st["argv"]:
-                    c.send(st["argv"])
-                if "noreply" in st["mods"]:
+            for st, frames in run_steps(port, proto, steps, path):
+                if frames is None:
                     lines.append("")
                     continue
-                frames = c.read_frames()
-                if not frames:
-                    raise RuntimeError("%s:%d: no reply to %s" % (path, st["line"], st["text"]))
                 lines.append("".join(escape(f) for f in frames))
         finally:
             stop_redis(proc, tmp)

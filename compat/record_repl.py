@@ -108,19 +108,7 @@ def run_case(redis, path):
         probe.sock.close()
         replica = Replica(port)
         replica.drain()
-        conns = {}
-        for st in steps:
-            if "sleep" in st:
-                time.sleep(st["sleep"] / 1000)
-                continue
-            c = conns.get(st["client"])
-            if c is None:
-                c = conns[st["client"]] = record.Conn(port, 2)
-            if st["argv"]:
-                c.send(st["argv"])
-            if "noreply" not in st["mods"]:
-                if not c.read_frames():
-                    raise RuntimeError("%s:%d: no reply to %s" % (path, st["line"], st["text"]))
+        for _ in record.run_steps(port, 2, steps, path):
             stream = normalise(replica.drain(), int(time.time() * 1000))
             lines.append(record.escape(stream))
     finally:
