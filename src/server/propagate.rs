@@ -14,8 +14,14 @@
 //! a branch, and no command allocates for propagation.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
+
+/// Locks a tap's state; a consumer that panicked holding it leaves the
+/// bytes intact, so a poisoned lock is used as it is.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 /// A consumer of the stream: the bytes a replica would receive, in RESP.
 #[derive(Default)]
@@ -27,26 +33,30 @@ pub struct Tap {
 impl Tap {
     /// Everything received so far, leaving the tap empty.
     pub fn take(&self) -> Vec<u8> {
-        std::mem::take(&mut *self.buf.lock().unwrap())
+        std::mem::take(&mut *lock(&self.buf))
     }
 
     /// Waits until at least `n` bytes are buffered or `timeout` passes,
     /// then takes them all.
     pub fn take_at_least(&self, n: usize, timeout: Duration) -> Vec<u8> {
         let deadline = Instant::now() + timeout;
-        let mut b = self.buf.lock().unwrap();
+        let mut b = lock(&self.buf);
         while b.len() < n {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 break;
             }
-            b = self.grew.wait_timeout(b, left).unwrap().0;
+            b = self
+                .grew
+                .wait_timeout(b, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
         }
         std::mem::take(&mut *b)
     }
 
     fn push(&self, bytes: &[u8]) {
-        self.buf.lock().unwrap().extend_from_slice(bytes);
+        lock(&self.buf).extend_from_slice(bytes);
         self.grew.notify_all();
     }
 }
@@ -64,7 +74,7 @@ impl TapHub {
     /// starting with a SELECT (as a replica after its full sync).
     pub fn attach(&self) -> Arc<Tap> {
         let tap = Arc::new(Tap::default());
-        self.new.lock().unwrap().push(tap.clone());
+        lock(&self.new).push(tap.clone());
         self.attached.fetch_add(1, Ordering::Release);
         tap
     }
@@ -138,7 +148,7 @@ impl Propagation {
         if self.hub.attached.load(Ordering::Acquire) == self.seen {
             return;
         }
-        let new = std::mem::take(&mut *self.hub.new.lock().unwrap());
+        let new = std::mem::take(&mut *lock(&self.hub.new));
         self.seen += new.len();
         self.taps.extend(new);
         // A new consumer starts with a SELECT, as a replica after a full sync.
