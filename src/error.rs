@@ -109,6 +109,77 @@ impl Error {
     }
 }
 
+/// Why the gate (`command::gate`) refused a command, one variant per stage
+/// of Redis's `processCommand` (and of `scriptCall` for `redis.call`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Rejection {
+    /// Lookup: no such command, or no such subcommand (the error says which).
+    Unknown(Error),
+    /// Arity: `wrong number of arguments for '<cmd>' command`.
+    Arity(&'static str),
+    /// Auth: the connection has not authenticated.
+    NoAuth,
+    /// No-multi: a `no_multi` command inside MULTI.
+    NoMulti,
+    /// OOM: a `denyoom` command while used memory is over `maxmemory`.
+    Oom,
+    /// Read-only replica: a write on a replica with `replica-read-only yes`.
+    ReadOnlyReplica,
+    /// Pub/sub context (RESP2): only the (un)subscribe family, PING, QUIT, RESET.
+    PubSubContext(&'static str),
+    /// LOADING: a command without the `loading` flag while the dataset loads.
+    Loading,
+    /// BUSY: a script runs past `busy-reply-threshold` (FUNCTION when `function`).
+    Busy { function: bool },
+    /// `redis.call`: no such command.
+    ScriptUnknown,
+    /// `redis.call`: wrong number of arguments.
+    ScriptArity,
+    /// `redis.call`: a `noscript` command.
+    ScriptNoScript,
+    /// `redis.call`: a write (or may-replicate) command from a read-only script.
+    ScriptWriteInReadOnly,
+}
+
+impl Rejection {
+    /// The error the client (or the script) receives.
+    pub fn error(&self) -> Error {
+        match self {
+            Rejection::Unknown(e) => e.clone(),
+            Rejection::Arity(cmd) => Error::Arity((*cmd).into()),
+            Rejection::NoAuth => Error::NoAuth,
+            Rejection::NoMulti => Error::msg("Command not allowed inside a transaction"),
+            Rejection::Oom => Error::Oom,
+            Rejection::ReadOnlyReplica => {
+                Error::coded("READONLY You can't write against a read only replica.")
+            }
+            Rejection::PubSubContext(cmd) => Error::Msg(
+                format!(
+                    "Can't execute '{cmd}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
+                )
+                .into(),
+            ),
+            Rejection::Loading => {
+                Error::coded("LOADING Redis is loading the dataset in memory")
+            }
+            Rejection::Busy { function: false } => Error::coded(crate::script::busy::BUSY_EVAL),
+            Rejection::Busy { function: true } => {
+                Error::coded(crate::script::busy::BUSY_FUNCTION)
+            }
+            Rejection::ScriptUnknown => Error::msg("Unknown Redis command called from script"),
+            Rejection::ScriptArity => {
+                Error::msg("Wrong number of args calling Redis command from script")
+            }
+            Rejection::ScriptNoScript => {
+                Error::msg("This Redis command is not allowed from script")
+            }
+            Rejection::ScriptWriteInReadOnly => {
+                Error::msg("Write commands are not allowed from read-only scripts.")
+            }
+        }
+    }
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.text())

@@ -45,6 +45,7 @@ pub struct Handle {
     unix: Option<String>,
     stop: Arc<Notify>,
     thread: Option<std::thread::JoinHandle<()>>,
+    taps: Arc<server::propagate::TapHub>,
 }
 
 impl Handle {
@@ -59,6 +60,14 @@ impl Handle {
 
     pub fn unix_path(&self) -> Option<&str> {
         self.unix.as_deref()
+    }
+
+    /// Attaches a consumer of the propagation stream: from now on it receives
+    /// every command a replica would, as the bytes a replica reads (RESP
+    /// multibulks, with SELECT before the first command and whenever the
+    /// database changes). See `server::propagate`.
+    pub fn tap_propagation(&self) -> Arc<server::propagate::Tap> {
+        self.taps.attach()
     }
 
     /// Stops the server and waits for its thread.
@@ -132,7 +141,8 @@ fn run_on_thread(config: Config, ephemeral: bool, signals: bool) -> std::io::Res
                         if let Some(a) = addrs.first() {
                             srv.borrow_mut().config.port = a.port();
                         }
-                        let _ = tx.send(Ok((addrs, path)));
+                        let taps = srv.borrow().prop.hub();
+                        let _ = tx.send(Ok((addrs, path, taps)));
                         server::listener::run(srv, tcp, unix, stop2, signals).await;
                     }
                     Err(e) => {
@@ -141,7 +151,7 @@ fn run_on_thread(config: Config, ephemeral: bool, signals: bool) -> std::io::Res
                 }
             });
         })?;
-    let (tcp, unix) = rx
+    let (tcp, unix, taps) = rx
         .recv()
         .map_err(|_| std::io::Error::other("server thread exited"))??;
     Ok(Handle {
@@ -149,6 +159,7 @@ fn run_on_thread(config: Config, ephemeral: bool, signals: bool) -> std::io::Res
         unix,
         stop,
         thread: Some(thread),
+        taps,
     })
 }
 

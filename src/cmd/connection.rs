@@ -6,12 +6,18 @@ use crate::error::{CmdResult, Error};
 use crate::server::Ctx;
 
 pub static SPECS: &[CommandSpec] = &[
-    CommandSpec::new("ping", -1, FAST | SENTINEL, (0, 0, 0), ping),
+    CommandSpec::new(
+        "ping",
+        -1,
+        FAST | SENTINEL | PUBSUB_CONTEXT,
+        (0, 0, 0),
+        ping,
+    ),
     CommandSpec::new("echo", 2, LOADING | STALE | FAST, (0, 0, 0), echo),
     CommandSpec::new(
         "quit",
         -1,
-        ALLOW_BUSY | NOSCRIPT | LOADING | STALE | FAST | NO_AUTH,
+        ALLOW_BUSY | NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | PUBSUB_CONTEXT | TXN_CONTROL,
         (0, 0, 0),
         quit,
     ),
@@ -33,7 +39,7 @@ pub static SPECS: &[CommandSpec] = &[
     CommandSpec::new(
         "reset",
         1,
-        NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY,
+        NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY | PUBSUB_CONTEXT | TXN_CONTROL,
         (0, 0, 0),
         reset,
     ),

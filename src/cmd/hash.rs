@@ -321,6 +321,8 @@ fn hincrbyfloat(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     h.fit();
     ctx.modified(key, notify::HASH, "hincrbyfloat");
     ctx.out().bulk(&text);
+    // Replicas get the result, not the increment (float formatting).
+    ctx.propagate_as(&[b"HSET", key, field, &text]);
     Ok(())
 }
 

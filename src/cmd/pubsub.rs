@@ -11,12 +11,42 @@ use crate::types::glob;
 const SUB: u32 = PUBSUB | NOSCRIPT | LOADING | STALE;
 
 pub static SPECS: &[CommandSpec] = &[
-    CommandSpec::new("subscribe", -2, SUB, (0, 0, 0), subscribe),
-    CommandSpec::new("unsubscribe", -1, SUB, (0, 0, 0), unsubscribe),
-    CommandSpec::new("psubscribe", -2, SUB, (0, 0, 0), psubscribe),
-    CommandSpec::new("punsubscribe", -1, SUB, (0, 0, 0), punsubscribe),
-    CommandSpec::new("ssubscribe", -2, SUB, (1, -1, 1), ssubscribe),
-    CommandSpec::new("sunsubscribe", -1, SUB, (1, -1, 1), sunsubscribe),
+    CommandSpec::new("subscribe", -2, SUB | PUBSUB_CONTEXT, (0, 0, 0), subscribe),
+    CommandSpec::new(
+        "unsubscribe",
+        -1,
+        SUB | PUBSUB_CONTEXT,
+        (0, 0, 0),
+        unsubscribe,
+    ),
+    CommandSpec::new(
+        "psubscribe",
+        -2,
+        SUB | PUBSUB_CONTEXT,
+        (0, 0, 0),
+        psubscribe,
+    ),
+    CommandSpec::new(
+        "punsubscribe",
+        -1,
+        SUB | PUBSUB_CONTEXT,
+        (0, 0, 0),
+        punsubscribe,
+    ),
+    CommandSpec::new(
+        "ssubscribe",
+        -2,
+        SUB | PUBSUB_CONTEXT,
+        (1, -1, 1),
+        ssubscribe,
+    ),
+    CommandSpec::new(
+        "sunsubscribe",
+        -1,
+        SUB | PUBSUB_CONTEXT,
+        (1, -1, 1),
+        sunsubscribe,
+    ),
     CommandSpec::new(
         "publish",
         3,

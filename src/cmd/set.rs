@@ -201,6 +201,7 @@ fn spop(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         }
         return Ok(());
     };
+    let size = s.len();
     let popped: Vec<Vec<u8>> = match count {
         Some(0) => {
             client.reply.set(0);
@@ -230,6 +231,17 @@ fn spop(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     };
     ctx.modified(key, notify::SET, "spop");
     delete_if_empty(ctx, key);
+    // Replicas remove what was popped: SREM per member, or DEL for all.
+    match count {
+        None => ctx.propagate_as(&[b"SREM", key, &popped[0]]),
+        Some(n) if n >= size => ctx.propagate_as(&[b"DEL", key]),
+        Some(_) => {
+            ctx.prevent_propagation();
+            for m in &popped {
+                ctx.also_propagate(&[b"SREM", key, m]);
+            }
+        }
+    }
     let out = ctx.out();
     if count.is_some() {
         out.set(popped.len());

@@ -2,6 +2,7 @@
 
 use crate::command::dispatch::call;
 use crate::command::flags::*;
+use crate::command::gate::{self, Caller, Verdict};
 use crate::command::table::CmdRef;
 use crate::command::{Args, CommandSpec};
 use crate::error::{CmdResult, Error};
@@ -12,28 +13,28 @@ pub static SPECS: &[CommandSpec] = &[
     CommandSpec::new(
         "multi",
         1,
-        NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY,
+        NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | TXN_CONTROL,
         (0, 0, 0),
         multi,
     ),
     CommandSpec::new(
         "exec",
         1,
-        NOSCRIPT | LOADING | STALE | SKIP_SLOWLOG,
+        NOSCRIPT | LOADING | STALE | SKIP_SLOWLOG | TXN_CONTROL | TXN_EXEC,
         (0, 0, 0),
         exec,
     ),
     CommandSpec::new(
         "discard",
         1,
-        NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY,
+        NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | TXN_CONTROL,
         (0, 0, 0),
         discard,
     ),
     CommandSpec::new(
         "watch",
         -2,
-        NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY,
+        NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | TXN_CONTROL,
         (1, -1, 1),
         watch,
     ),
@@ -83,16 +84,23 @@ fn exec(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
     ctx.out().array(m.queue.len());
     for q in &m.queue {
         let args = q.argv.args();
-        call(
-            ctx.srv,
-            ctx.client,
-            CmdRef {
-                id: q.id,
-                spec: q.spec,
-            },
-            &args,
-            true,
-        );
+        let queued = CmdRef {
+            id: q.id,
+            spec: q.spec,
+        };
+        match gate::admit(ctx.srv, ctx.client, queued, &args, Caller::Exec) {
+            Verdict::Run(cmd) => {
+                call(ctx.srv, ctx.client, cmd, &args, true);
+            }
+            // ACL rules may change between MULTI and EXEC (issue 15): the
+            // refused command's slot in the array holds the error.
+            Verdict::Reject(_, r) => {
+                let e = r.error();
+                ctx.srv.stats.error(e.code());
+                ctx.client.reply.error_line(&e.text());
+            }
+            Verdict::Queue(_) | Verdict::Postpone => unreachable!("EXEC's gate runs or refuses"),
+        }
     }
     Ok(())
 }

@@ -34,6 +34,18 @@ pub mod flags {
     pub const ONLY_SENTINEL: u32 = 1 << 18;
     pub const NO_ASYNC_LOADING: u32 = 1 << 19;
 
+    // Oxidis's own flags for decisions Redis makes by comparing command
+    // procs; COMMAND INFO does not show them (they are not in `NAMES`).
+    /// Allowed in a RESP2 connection's pub/sub context.
+    pub const PUBSUB_CONTEXT: u32 = 1 << 24;
+    /// Acts on the transaction itself: runs at once inside MULTI, never queued.
+    pub const TXN_CONTROL: u32 = 1 << 25;
+    /// EXEC: for the pause stage it counts as the commands it queued.
+    pub const TXN_EXEC: u32 = 1 << 26;
+    /// Touches keys nobody named (SCAN, RANDOMKEY): the DELs of the keys it
+    /// expired are propagated without a MULTI/EXEC around them.
+    pub const TOUCHES_ARBITRARY_KEYS: u32 = 1 << 27;
+
     /// Flag names in Redis's `COMMAND INFO` order.
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),

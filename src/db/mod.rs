@@ -230,6 +230,9 @@ impl Db {
         if let Some((k, _)) = self.keys.remove_entry(key) {
             self.touch_stale(&k);
             self.expired_count += 1;
+            if LOG_EXPIRED.with(|c| c.get()) {
+                EXPIRED_LOG.with(|l| l.borrow_mut().push((self.id, k.clone())));
+            }
             self.expired.push(k);
             mark_events_pending();
         }
@@ -611,6 +614,24 @@ thread_local! {
 #[inline]
 fn mark_events_pending() {
     EVENTS_PENDING.with(|c| c.set(true));
+}
+
+thread_local! {
+    /// Set while the stream has consumers (`server::propagate`): expired keys
+    /// are then also logged in `EXPIRED_LOG`, to be propagated as DEL.
+    static LOG_EXPIRED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    static EXPIRED_LOG: std::cell::RefCell<Vec<(usize, Box<[u8]>)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Starts (or stops) logging expired keys for propagation.
+pub fn log_expired(on: bool) {
+    LOG_EXPIRED.with(|c| c.set(on));
+}
+
+/// Expired keys (database, key) logged since the last call, oldest first.
+pub fn take_expired_log() -> Vec<(usize, Box<[u8]>)> {
+    EXPIRED_LOG.with(|l| std::mem::take(&mut *l.borrow_mut()))
 }
 
 /// True when some database recorded expired keys or key events not yet taken.

@@ -22,9 +22,9 @@ use super::lua::{self, ffi, State};
 use super::{run_ctx, RunCtx};
 use crate::command::args::{Args, Argv};
 use crate::command::dispatch;
-use crate::command::spec::flags;
+use crate::command::gate::{self, Caller, Verdict};
 use crate::resp::decode::{self, Limits, Parsed};
-use crate::server::client::{Client, ConnKind, Queued};
+use crate::server::client::{Client, ConnKind};
 use crate::server::listener::accept_client_borrowed;
 use crate::server::Server;
 
@@ -223,10 +223,10 @@ fn answer(srv: &mut Server, c: &mut Client, is_function: bool) {
                 } else {
                     Argv::from_slices(ranges.iter().map(|&(s, e)| &buf[s..e]))
                 };
-                used += consumed;
-                if !argv.is_empty() {
-                    run_one(srv, c, &argv.args(), is_function);
+                if !argv.is_empty() && !run_one(srv, c, &argv.args(), is_function) {
+                    break;
                 }
+                used += consumed;
             }
             // An incomplete command waits for the task; a protocol error is
             // left for the task to answer and close on.
@@ -237,46 +237,26 @@ fn answer(srv: &mut Server, c: &mut Client, is_function: bool) {
     c.pending_input = input;
 }
 
-/// One command while a script is busy: the usual checks, then BUSY unless the
-/// command is flagged allow-busy.
-fn run_one(srv: &mut Server, c: &mut Client, args: &Args, is_function: bool) {
-    match dispatch::check(srv, c, args) {
-        Err((_, e)) => {
-            if let Some(m) = c.multi.as_mut() {
-                m.aborted = true;
-            }
-            c.reply.error_line(&e.text());
+/// One command while a script is busy, through the gate (which answers
+/// BUSY unless the command is flagged allow-busy). False when CLIENT PAUSE
+/// holds it: it stays unread, for the connection task.
+fn run_one(srv: &mut Server, c: &mut Client, args: &Args, function: bool) -> bool {
+    match gate::check(srv, c, args, Caller::WhileBusy { function }) {
+        Verdict::Run(cmd) => {
+            dispatch::call(srv, c, cmd, args, false);
         }
-        // SHUTDOWN is allowed while busy only with NOSAVE (Redis's shutdownCommand).
-        Ok(cmd)
-            if !cmd.spec.has(flags::ALLOW_BUSY)
-                || (cmd.spec.name == "shutdown"
-                    && !args.from(1).any(|a| a.eq_ignore_ascii_case(b"nosave"))) =>
-        {
-            if let Some(m) = c.multi.as_mut() {
-                m.aborted = true;
-            }
-            c.reply.error_line(if is_function {
-                BUSY_FUNCTION
-            } else {
-                BUSY_EVAL
-            });
-        }
-        Ok(cmd) => {
-            let control = matches!(
-                cmd.spec.name,
-                "exec" | "discard" | "multi" | "watch" | "quit" | "reset"
-            );
-            if let (Some(m), false) = (c.multi.as_mut(), control) {
-                m.queue.push(Queued {
-                    spec: cmd.spec,
-                    id: cmd.id,
-                    argv: args.to_owned(),
-                });
-                c.reply.raw(b"+QUEUED\r\n");
-            } else {
-                dispatch::call(srv, c, cmd, args, false);
-            }
-        }
+        Verdict::Queue(cmd) => dispatch::queue(c, cmd, args),
+        Verdict::Reject(cmd, r) => dispatch::reject(srv, c, cmd, &r),
+        Verdict::Postpone => return false,
     }
+    true
+}
+
+/// The running script (true: a FUNCTION) once it has passed
+/// `busy-reply-threshold`, or None: what SHUTDOWN without NOSAVE refuses.
+pub fn busy_script() -> Option<bool> {
+    // SAFETY: read on the data thread; the reference does not outlive this call.
+    unsafe { run_ctx() }
+        .filter(|r| r.busy)
+        .map(|r| r.is_function)
 }

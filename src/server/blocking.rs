@@ -8,6 +8,7 @@
 use super::client::{Blocked, Client};
 use super::{Ctx, Server};
 use crate::command::dispatch::call;
+use crate::command::gate::{self, Caller, Verdict};
 use crate::command::table::CmdRef;
 use crate::db::Kind;
 use crate::error::Error;
@@ -231,7 +232,18 @@ fn serve_key(srv: &mut Server, current: &mut Client, db: usize, key: &[u8]) {
             id: b.id,
             spec: b.spec,
         };
-        call(srv, &mut waiter, cmd, &b.argv.args(), false);
+        let args = b.argv.args();
+        match gate::admit(srv, &waiter, cmd, &args, Caller::Woken) {
+            Verdict::Run(cmd) => {
+                srv.prop.serving_blocked = true;
+                call(srv, &mut waiter, cmd, &args, false);
+                srv.prop.serving_blocked = false;
+            }
+            Verdict::Reject(cmd, r) => crate::command::dispatch::reject(srv, &mut waiter, cmd, &r),
+            Verdict::Queue(_) | Verdict::Postpone => {
+                unreachable!("a woken command runs or is refused")
+            }
+        }
         crate::server::notify::flush(srv, &mut waiter);
         // Waiting again (nothing it could take): the original deadline stands.
         if let Some(again) = waiter.blocked.as_mut() {

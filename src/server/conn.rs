@@ -234,22 +234,6 @@ fn process(
             Parsed::Command { consumed, inline } => {
                 *need = 1;
                 if !ranges.is_empty() {
-                    if srv.pause.is_some() {
-                        let postpone = if inline {
-                            let argv = inline_argv(inbuf, ranges);
-                            crate::command::dispatch::must_postpone(srv, c, &argv.args())
-                        } else {
-                            crate::command::dispatch::must_postpone(
-                                srv,
-                                c,
-                                &Args::new(&inbuf[..], ranges),
-                            )
-                        };
-                        if postpone {
-                            c.postponed = true;
-                            return;
-                        }
-                    }
                     if !touched {
                         c.last_interaction = std::time::Instant::now();
                         touched = true;
@@ -260,6 +244,10 @@ fn process(
                     } else {
                         let args = Args::new(&inbuf[..], ranges);
                         dispatch(srv, c, &args);
+                    }
+                    if c.postponed {
+                        // CLIENT PAUSE holds it: it stays in the buffer.
+                        return;
                     }
                 }
                 inbuf.advance(consumed);

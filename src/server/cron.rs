@@ -27,6 +27,8 @@ pub async fn run(srv: Rc<RefCell<Server>>) {
             .is_some_and(|p| p.until_ms > crate::clock::real_now_us() / 1000);
         if !paused && s.active_expire {
             active_expire(&mut s);
+            let lazy = super::lazy_expire(&s);
+            s.prop.flush_expired(lazy);
         }
         let now = crate::clock::now_ms();
         s.stats.sample_ops(now);

@@ -7,6 +7,7 @@ pub mod cron;
 pub mod listener;
 pub mod monitor;
 pub mod notify;
+pub mod propagate;
 pub mod pubsub;
 pub mod shutdown;
 pub mod spin;
@@ -49,6 +50,8 @@ pub struct Server {
     pub active_expire: bool,
     pub rng: Rng,
     pub last_save_unix: i64,
+    /// The stream of effects replicas and the AOF replay (see [`propagate`]).
+    pub prop: propagate::Propagation,
     /// Extension state for later families (scripting, tracking, ...).
     pub ext: Extensions,
 }
@@ -130,6 +133,7 @@ impl Server {
             active_expire: true,
             rng,
             last_save_unix: crate::clock::real_now_us() / 1_000_000,
+            prop: Default::default(),
             ext: Extensions::default(),
         }
     }
@@ -228,10 +232,61 @@ impl<'a> Ctx<'a> {
         notify::emit(self.srv, self.client, class, event, db, key);
     }
 
+    /// True when something consumes the propagation stream; handlers that
+    /// must build a replacement command check it first, so they allocate
+    /// nothing when nobody listens.
+    #[inline]
+    pub fn propagating(&self) -> bool {
+        self.srv.prop.active()
+    }
+
+    /// Propagate this instead of the command, if it changes the dataset
+    /// (Redis's `rewriteClientCommandVector`): SET EX → SET PXAT, ...
+    /// Without a call the command propagates as it came.
+    #[inline]
+    pub fn propagate_as(&mut self, argv: &[&[u8]]) {
+        if self.srv.prop.active() {
+            self.srv.prop.rewrite(argv);
+        }
+    }
+
+    /// Propagate `argv` (in the selected database) whether or not the command
+    /// changes the dataset, after what was propagated so far (Redis's
+    /// `alsoPropagate`). Usually with [`Ctx::prevent_propagation`].
+    #[inline]
+    pub fn also_propagate(&mut self, argv: &[&[u8]]) {
+        if self.srv.prop.active() {
+            let lazy = lazy_expire(self.srv);
+            self.srv.prop.also(self.client.db, argv, lazy);
+        }
+    }
+
+    /// The command itself is not propagated (what it gave to
+    /// [`Ctx::also_propagate`] still is).
+    #[inline]
+    pub fn prevent_propagation(&mut self) {
+        if self.srv.prop.active() {
+            self.srv.prop.prevent();
+        }
+    }
+
+    /// The command is propagated even if it changed nothing (FLUSHALL).
+    #[inline]
+    pub fn force_propagation(&mut self) {
+        if self.srv.prop.active() {
+            self.srv.prop.force();
+        }
+    }
+
     /// A keyspace event with no WATCH touch or dirty count (e.g. `expire` on
     /// a key whose TTL was set, already counted by `modified`).
     pub fn event(&mut self, class: u32, event: &'static str, key: &[u8]) {
         let db = self.client.db;
         notify::emit(self.srv, self.client, class, event, db, key);
     }
+}
+
+/// `lazyfree-lazy-expire`: expired keys propagate as UNLINK instead of DEL.
+pub fn lazy_expire(srv: &Server) -> bool {
+    srv.config.get("lazyfree-lazy-expire") == Some("yes")
 }

@@ -207,6 +207,8 @@ pub fn flushdb(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     flush_mode(args)?;
     let n = ctx.db().clear();
     ctx.srv.ks.dirty += n as u64;
+    // Propagated even when the database was already empty, as Redis does.
+    ctx.force_propagation();
     release_free_memory();
     ctx.out().ok();
     Ok(())
@@ -223,6 +225,7 @@ pub fn flushall(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         n += db.clear();
     }
     ctx.srv.ks.dirty += n as u64 + 1;
+    ctx.force_propagation();
     release_free_memory();
     ctx.out().ok();
     Ok(())

@@ -299,6 +299,17 @@ fn pop_from(ctx: &mut Ctx, key: &[u8], max: bool, count: usize, shape: PopShape)
         out.double(*s);
     }
     finish_write(ctx, key, if max { "zpopmax" } else { "zpopmin" });
+    if shape.emit_key {
+        // BZPOP* and *MPOP propagate as the plain pop (with the count
+        // popped, for the MPOP forms).
+        let name: &[u8] = if max { b"ZPOPMAX" } else { b"ZPOPMIN" };
+        let mut c = itoa::Buffer::new();
+        if shape.nested {
+            ctx.propagate_as(&[name, key, c.format(n).as_bytes()]);
+        } else {
+            ctx.propagate_as(&[name, key]);
+        }
+    }
 }
 
 fn zpop(ctx: &mut Ctx, args: &mut Args, max: bool) -> CmdResult {
