@@ -39,6 +39,12 @@ ALIASES = {
     "lua-time-limit": "busy-reply-threshold",
 }
 
+# Parameters CONFIG GET * leaves out (Redis's HIDDEN_CONFIG): only an exact
+# name shows them. Redis's test suite sets them (use-exit-on-panic in
+# corrupt-dump, watchdog-period in logging, the delays in replication tests).
+HIDDEN = ["key-load-delay", "loading-process-events-interval-bytes", "rdb-key-save-delay",
+          "use-exit-on-panic", "watchdog-period"]
+
 # Defaults that depend on the machine or on how the reference was started.
 MACHINE = {"dir": "", "port": "6379", "save": "3600 1 300 100 60 10000",
            "logfile": "", "daemonize": "no", "pidfile": "", "appendonly": "no"}
@@ -99,6 +105,11 @@ def main():
         parts = raw.split(b"\r\n")
         vals = [parts[i].decode() for i in range(2, len(parts) - 1, 2)]
         pairs = dict(zip(vals[0::2], vals[1::2]))
+        for name in HIDDEN:
+            c.send([b"CONFIG", b"GET", name.encode()])
+            got = c.read_frames()[0].split(b"\r\n")
+            assert got[2].decode() == name, got
+            pairs[name] = got[4].decode()
         rows = []
         for name in sorted(pairs):
             if name in ALIASES:
@@ -121,8 +132,10 @@ def main():
                     kind = kind + (lo, hi)
                 cmd(c, "CONFIG", "SET", name, value)
             alias = [a for a, n in ALIASES.items() if n == name]
-            rows.append((name, alias[0] if alias else None, kind, MACHINE.get(name, value),
-                         "IMMUTABLE" if immutable else ("PROTECTED" if protected else "0")))
+            flags = "IMMUTABLE" if immutable else ("PROTECTED" if protected else "0")
+            if name in HIDDEN:
+                flags = "HIDDEN" if flags == "0" else flags + " | HIDDEN"
+            rows.append((name, alias[0] if alias else None, kind, MACHINE.get(name, value), flags))
     finally:
         proc.kill()
     emit(rows)

@@ -40,6 +40,7 @@ pub enum Kind {
 pub const IMMUTABLE: u8 = 1; // can't be changed by CONFIG SET
 pub const PROTECTED: u8 = 2; // CONFIG SET refused unless enable-protected-configs allows it
 pub const SENSITIVE: u8 = 4; // hidden from logs
+pub const HIDDEN: u8 = 8; // CONFIG GET shows it only when named exactly, not for a pattern
 
 pub struct Param {
     pub name: &'static str,

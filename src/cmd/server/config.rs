@@ -2,7 +2,7 @@
 
 use crate::command::flags::*;
 use crate::command::{Args, CommandSpec};
-use crate::config::{find_param, IMMUTABLE, PROTECTED};
+use crate::config::{find_param, HIDDEN, IMMUTABLE, PROTECTED};
 use crate::error::{CmdResult, Error};
 use crate::server::Ctx;
 use crate::types::glob;
@@ -58,7 +58,8 @@ fn get(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             }
             continue;
         }
-        for (p, _) in ctx.srv.config.all() {
+        // Hidden parameters need their exact name (handled above).
+        for (p, _) in ctx.srv.config.all().filter(|(p, _)| p.flags & HIDDEN == 0) {
             for name in std::iter::once(p.name).chain(p.alias) {
                 if found.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)) {
                     continue;
