@@ -130,6 +130,8 @@ def main():
                     lo = err(cmd(c, "CONFIG", "SET", name, "-9000000000000000000"))
                     hi = err(cmd(c, "CONFIG", "SET", name, "9000000000000000000"))
                     kind = kind + (lo, hi)
+                if kind[0] == "MemoryPercent":
+                    kind = kind + (err(cmd(c, "CONFIG", "SET", name, "9000000000000000000%")),)
                 cmd(c, "CONFIG", "SET", name, value)
             alias = [a for a, n in ALIASES.items() if n == name]
             flags = "IMMUTABLE" if immutable else ("PROTECTED" if protected else "0")
@@ -148,6 +150,11 @@ def bounds(kind):
             lo, hi = int(m.group(1)), int(m.group(2))
     if kind[0] != "Int" and kind[1] and "memory" in kind[1]:
         lo = 0
+    # Redis keeps a percentage as a negative number: the lower bound is minus
+    # the largest percentage.
+    if kind[0] == "MemoryPercent" and len(kind) > 3 and kind[3] and (
+            m := re.match(r"percentage argument must be less or equal to (\d+)", kind[3])):
+        lo = -int(m.group(1))
     return lo, hi
 
 

@@ -26,7 +26,8 @@ pub enum Kind {
     Int(i64, i64),
     /// A byte size within bounds that accepts `k`, `kb`, `m`, `mb`, `g`, `gb` suffixes.
     Memory(i64, i64),
-    /// A byte size, or a percentage written `N%` (maxmemory-clients).
+    /// A byte size, or a percentage written `N%` (maxmemory-clients). As in
+    /// Redis, the lower bound is minus the largest percentage allowed.
     MemoryPercent(i64, i64),
     /// One of the listed words.
     Enum(&'static [&'static str]),
@@ -348,7 +349,13 @@ impl Config {
             Kind::MemoryPercent(lo, hi) => {
                 if let Some(p) = value.strip_suffix('%') {
                     return match parse_int(p) {
-                        Some(n) if n >= 0 => Ok(format!("{n}%")),
+                        Some(n) if n > -lo => Err(format!(
+                            "percentage argument must be less or equal to {}",
+                            -lo
+                        )),
+                        // Kept as a negative number, so 0% is plain 0.
+                        Some(0) => Ok("0".into()),
+                        Some(n) if n > 0 => Ok(format!("{n}%")),
                         _ => Err("argument must be a memory or percent value".into()),
                     };
                 }

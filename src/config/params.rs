@@ -631,7 +631,7 @@ pub static GENERATED: &[Param] = &[
     Param {
         name: "maxmemory-clients",
         alias: None,
-        kind: MemoryPercent(0, i64::MAX),
+        kind: MemoryPercent(-100, i64::MAX),
         default: "0",
         flags: 0,
     },

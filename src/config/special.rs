@@ -88,7 +88,9 @@ impl Config {
                 for w in &words {
                     match w.parse::<f64>() {
                         Ok(f) if (0.0..=100.0).contains(&f) => {
-                            out.push(crate::types::number::fmt_double(f))
+                            // Redis prints "%f" and trims the trailing zeros.
+                            let six = format!("{f:.6}");
+                            out.push(six.trim_end_matches('0').trim_end_matches('.').to_string())
                         }
                         Ok(_) => return Err("latency-tracking-info-percentiles parameters should sit between [0.0,100.0]".into()),
                         _ => return Err("Invalid latency-tracking-info-percentiles parameters".into()),
