@@ -32,3 +32,65 @@ fn qbuf_counts_the_whole_batch() {
     assert_eq!(r.read_raw(), b"+PONG\r\n");
     assert_eq!(qbuf_of(&r.read_raw()), 19);
 }
+
+/// Command names and call counts of a LATENCY HISTOGRAM reply, in reply order.
+fn histogram_names(r: &mut Raw, names: &[&str]) -> Vec<(String, i64)> {
+    let mut args: Vec<&[u8]> = vec![b"latency", b"histogram"];
+    args.extend(names.iter().map(|n| n.as_bytes()));
+    r.cmd(&args);
+    let oxidis::resp::value::Value::Array(items) = r.read() else {
+        panic!("LATENCY HISTOGRAM answers a map (an array in RESP2)");
+    };
+    items
+        .chunks(2)
+        .map(|kv| {
+            let oxidis::resp::value::Value::Array(fields) = &kv[1] else {
+                panic!("each command maps to its fields");
+            };
+            let calls = match &fields[1] {
+                oxidis::resp::value::Value::Int(n) => *n,
+                v => panic!("calls is an integer: {v:?}"),
+            };
+            (
+                String::from_utf8(kv[0].as_bytes().unwrap().to_vec()).unwrap(),
+                calls,
+            )
+        })
+        .collect()
+}
+
+// Replies read from redis-server 7.0.15 after CONFIG RESETSTAT, CLIENT ID and
+// CLIENT LIST (the suite's "LATENCY HISTOGRAM sub commands"): a container name
+// gives its subcommands with calls, repeated names repeat, unknown ones are
+// skipped. Subcommands are compared as a set (Redis walks its dict).
+#[test]
+fn latency_histogram_by_container_and_subcommand() {
+    let h = common::start();
+    let mut r = Raw::connect(&h);
+    for args in [
+        &[&b"config"[..], b"resetstat"],
+        &[b"client", b"id"],
+        &[b"client", b"list"],
+    ] {
+        r.cmd(args);
+        r.read_raw();
+    }
+    let sorted = |mut v: Vec<(String, i64)>| {
+        v.sort();
+        v
+    };
+    let id_list = vec![("client|id".to_string(), 1), ("client|list".to_string(), 1)];
+    assert_eq!(sorted(histogram_names(&mut r, &["client"])), id_list);
+    assert_eq!(histogram_names(&mut r, &["client|id"]), id_list[..1]);
+    assert_eq!(histogram_names(&mut r, &["CLIENT|ID"]), id_list[..1]);
+    let twice = histogram_names(&mut r, &["client", "client"]);
+    assert_eq!(sorted(twice[..2].to_vec()), id_list);
+    assert_eq!(sorted(twice[2..].to_vec()), id_list);
+    for none in ["nosuch", "client|id|x", "client|nosuch", "get"] {
+        assert_eq!(histogram_names(&mut r, &[none]), vec![], "{none}");
+    }
+    assert_eq!(
+        histogram_names(&mut r, &["config"]),
+        vec![("config|resetstat".to_string(), 1)]
+    );
+}
