@@ -94,3 +94,44 @@ fn latency_histogram_by_container_and_subcommand() {
         vec![("config|resetstat".to_string(), 1)]
     );
 }
+
+// LATENCY DOCTOR after one slow command, checked against the report
+// redis-server 7.0.15 wrote after `CONFIG SET latency-monitor-threshold 1`
+// and `DEBUG SLEEP 0.05` (the sample's numbers depend on timing and are masked).
+#[test]
+fn latency_doctor_reports_a_command_spike() {
+    let h = common::start_with(&["--enable-debug-command", "yes"]);
+    let mut r = Raw::connect(&h);
+    for args in [
+        &[&b"config"[..], b"set", b"latency-monitor-threshold", b"1"][..],
+        &[b"debug", b"sleep", b"0.05"],
+    ] {
+        r.cmd(args);
+        assert_eq!(r.read_raw(), b"+OK\r\n");
+    }
+    r.cmd(&[b"latency", b"doctor"]);
+    let report = String::from_utf8(r.read().as_bytes().unwrap().to_vec()).unwrap();
+    let masked: Vec<String> = report
+        .lines()
+        .map(|l| {
+            if l.starts_with("1. command: 1 latency spikes (average ") {
+                "1. command: <sample>".to_string()
+            } else {
+                l.to_string()
+            }
+        })
+        .collect();
+    let want = [
+        "Dave, I have observed latency spikes in this Redis instance. You don't mind talking about it, do you Dave?",
+        "",
+        "1. command: <sample>",
+        "",
+        "I have a few advices for you:",
+        "",
+        "- Your current Slow Log configuration only logs events that are slower than your configured latency monitor threshold. Please use 'CONFIG SET slowlog-log-slower-than 1000'.",
+        "- Check your Slow Log to understand what are the commands you are running which are too slow to execute. Please check https://redis.io/commands/slowlog for more information.",
+        "- Deleting, expiring or evicting (because of maxmemory policy) large objects is a blocking operation. If you have very large objects that are often deleted, expired, or evicted, try to fragment those objects into multiple smaller objects.",
+    ];
+    assert_eq!(masked, want);
+    assert!(report.ends_with(".\n"));
+}

@@ -44,6 +44,13 @@ pub static SUBS: &[CommandSpec] = &[
         (0, 0, 0),
         histogram,
     ),
+    CommandSpec::new(
+        "latency|doctor",
+        2,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        (0, 0, 0),
+        doctor,
+    ),
     CommandSpec::new("latency|help", 2, LOADING | STALE, (0, 0, 0), help),
 ];
 
@@ -138,7 +145,7 @@ impl Histogram {
 }
 
 /// Histograms by command id (allocated on a command's first call), and the
-/// latency monitor's events (`command`, `fast-command`).
+/// latency monitor's events (`command`, `fast-command`, `expire-cycle`).
 #[derive(Default)]
 pub struct Latency {
     pub by_cmd: Vec<Option<Histogram>>,
@@ -146,7 +153,7 @@ pub struct Latency {
 }
 
 /// Adds a latency monitor sample when it reaches `latency-monitor-threshold`.
-fn monitor_sample(srv: &mut Server, event: &'static str, ms: u64) {
+pub fn monitor_sample(srv: &mut Server, event: &'static str, ms: u64) {
     let threshold = srv.config.latency_monitor_threshold;
     if threshold == 0 || ms < threshold {
         return;
@@ -221,6 +228,16 @@ pub fn section(srv: &Server, out: &mut String) {
 /// ```
 fn help(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
     crate::cmd::help_reply(ctx, HELP)
+}
+
+/// ```text
+/// LATENCY DOCTOR
+/// ```
+/// Verbatim text: the latency monitor's report and advice.
+fn doctor(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
+    let report = super::latency_doctor::report(ctx.srv);
+    ctx.out().verbatim(report.as_bytes());
+    Ok(())
 }
 
 /// ```text
