@@ -45,6 +45,10 @@ ALIASES = {
 HIDDEN = ["key-load-delay", "loading-process-events-interval-bytes", "rdb-key-save-delay",
           "use-exit-on-panic", "watchdog-period"]
 
+# Parameters whose CONFIG SET value Redis redacts in the slow log and MONITOR
+# (SENSITIVE_CONFIG; not observable through CONFIG, so listed by hand).
+SENSITIVE = ["masterauth", "masteruser", "requirepass"]
+
 # Defaults that depend on the machine or on how the reference was started.
 MACHINE = {"dir": "", "port": "6379", "save": "3600 1 300 100 60 10000",
            "logfile": "", "daemonize": "no", "pidfile": "", "appendonly": "no"}
@@ -135,8 +139,9 @@ def main():
                 cmd(c, "CONFIG", "SET", name, value)
             alias = [a for a, n in ALIASES.items() if n == name]
             flags = "IMMUTABLE" if immutable else ("PROTECTED" if protected else "0")
-            if name in HIDDEN:
-                flags = "HIDDEN" if flags == "0" else flags + " | HIDDEN"
+            for extra, names in (("HIDDEN", HIDDEN), ("SENSITIVE", SENSITIVE)):
+                if name in names:
+                    flags = extra if flags == "0" else flags + " | " + extra
             rows.append((name, alias[0] if alias else None, kind, MACHINE.get(name, value), flags))
     finally:
         proc.kill()

@@ -446,7 +446,13 @@ impl Config {
             .filter(|p| !p.acted())
             .filter_map(|p| {
                 let v = self.values.get(p.name)?;
-                (v.as_slice() != p.default.as_bytes()).then(|| (p.name, v.clone()))
+                // A password (masterauth, ...) is not written to the log.
+                let shown = if p.flags & SENSITIVE != 0 {
+                    b"(redacted)".to_vec()
+                } else {
+                    v.clone()
+                };
+                (v.as_slice() != p.default.as_bytes()).then_some((p.name, shown))
             })
             .collect()
     }

@@ -605,14 +605,14 @@ pub static GENERATED: &[Param] = &[
         alias: None,
         kind: Str,
         default: "",
-        flags: 0,
+        flags: SENSITIVE,
     },
     Param {
         name: "masteruser",
         alias: None,
         kind: Str,
         default: "",
-        flags: 0,
+        flags: SENSITIVE,
     },
     Param {
         name: "maxclients",
@@ -922,7 +922,7 @@ pub static GENERATED: &[Param] = &[
         alias: None,
         kind: Str,
         default: "",
-        flags: 0,
+        flags: SENSITIVE,
     },
     Param {
         name: "sanitize-dump-payload",
