@@ -94,6 +94,8 @@ pub static ACTED: &[&str] = &[
     "latency-tracking-info-percentiles",
     "client-output-buffer-limit",
     "tracking-table-max-keys",
+    "oom-score-adj",
+    "oom-score-adj-values",
 ];
 
 const LOGLEVELS: &[&str] = &["debug", "verbose", "notice", "warning"];

@@ -489,3 +489,91 @@ fn logo_shows_port_and_pid_for_test_harnesses() {
     );
     assert!(!text.contains(" PID: "), "{text}");
 }
+
+/// The server process's `/proc/<pid>/oom_score_adj`.
+fn oom_score(p: &Proc) -> i64 {
+    let path = format!("/proc/{}/oom_score_adj", p.child.id());
+    std::fs::read_to_string(path)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+fn set_oom_score(p: &Proc, v: i64) {
+    std::fs::write(
+        format!("/proc/{}/oom_score_adj", p.child.id()),
+        format!("{v}\n"),
+    )
+    .unwrap();
+}
+
+// The suite's unit/oom-score-adj steps that need no replica or child process
+// (scores as redis-server 7.0.15 writes them, read from /proc the same way):
+// relative to the score found when enabled, absolute, restored on `no`, and
+// untouched while disabled. Raising the score needs no privilege.
+#[test]
+fn oom_score_adj_follows_config() {
+    let port = free_port();
+    let ps = port.to_string();
+    let p = start(&["--port", &ps, "--save", ""]);
+    let mut s = connect(port);
+    set_oom_score(&p, 22);
+    assert_eq!(
+        call(
+            &mut s,
+            &[
+                "config",
+                "set",
+                "oom-score-adj-values",
+                "9 9 9",
+                "oom-score-adj",
+                "yes"
+            ]
+        ),
+        "+OK"
+    );
+    assert_eq!(oom_score(&p), 31);
+    assert_eq!(
+        call(
+            &mut s,
+            &["config", "set", "oom-score-adj-values", "15 20 30"]
+        ),
+        "+OK"
+    );
+    assert_eq!(oom_score(&p), 37);
+    assert_eq!(
+        call(&mut s, &["config", "set", "oom-score-adj", "absolute"]),
+        "+OK"
+    );
+    assert_eq!(oom_score(&p), 15);
+    assert_eq!(
+        call(&mut s, &["config", "set", "oom-score-adj", "no"]),
+        "+OK"
+    );
+    assert_eq!(oom_score(&p), 22);
+    set_oom_score(&p, 24);
+    assert_eq!(
+        call(
+            &mut s,
+            &["config", "set", "oom-score-adj-values", "23 23 23"]
+        ),
+        "+OK"
+    );
+    assert_eq!(oom_score(&p), 24);
+    assert_eq!(
+        call(
+            &mut s,
+            &[
+                "config",
+                "set",
+                "oom-score-adj-values",
+                "990 990 990",
+                "oom-score-adj",
+                "relative"
+            ]
+        ),
+        "+OK"
+    );
+    assert_eq!(oom_score(&p), 1000);
+}

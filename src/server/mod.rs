@@ -7,6 +7,7 @@ pub mod cron;
 pub mod listener;
 pub mod monitor;
 pub mod notify;
+pub mod oom;
 pub mod propagate;
 pub mod pubsub;
 pub mod shutdown;

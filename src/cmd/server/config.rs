@@ -131,6 +131,18 @@ fn set(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             return Err(set_failed(name, &why));
         }
     }
+    // The OOM score is written once per CONFIG SET, when either parameter
+    // changed; a failure restores the previous values and score.
+    let oom = ["oom-score-adj", "oom-score-adj-values"];
+    if let Some((name, _, _)) = pairs.iter().find(|(_, p, _)| oom.contains(&p.name)) {
+        if oom.iter().any(|n| ctx.srv.config.get(n) != before.get(n)) {
+            if let Err(why) = crate::server::oom::apply(&ctx.srv.config) {
+                ctx.srv.config = before;
+                let _ = crate::server::oom::apply(&ctx.srv.config);
+                return Err(set_failed(name, &why));
+            }
+        }
+    }
     after_set(ctx, &before);
     ctx.out().ok();
     Ok(())
