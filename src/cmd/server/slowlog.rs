@@ -74,7 +74,7 @@ pub fn redacted(args: &Args) -> Vec<usize> {
     if name.eq_ignore_ascii_case(b"config")
         && args.len() > 2
         && args.at(1).eq_ignore_ascii_case(b"set")
-        && args.len() % 2 == 0
+        && args.len().is_multiple_of(2)
     {
         for i in (2..args.len()).step_by(2) {
             let param = crate::config::find_param(&String::from_utf8_lossy(args.at(i)));
