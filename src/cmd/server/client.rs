@@ -537,7 +537,7 @@ fn reply(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         ctx.client.reply_mode = ReplyMode::Off;
     } else if args.eat_ci("SKIP") {
         if ctx.client.reply_mode != ReplyMode::Off {
-            ctx.client.reply_mode = ReplyMode::SkipNext;
+            ctx.client.reply_mode = ReplyMode::SkipThis;
         }
     } else {
         return Err(Error::Syntax);
