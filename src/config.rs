@@ -365,6 +365,9 @@ impl Config {
                     .ok_or_else(|| "argument must be a memory or percent value".to_string())?;
                 range(n, lo, hi)
             }
+            Kind::Enum(words) if prm.name.starts_with("shutdown-on-sig") => {
+                special::shutdown_flags(words, value)
+            }
             Kind::Enum(words) => {
                 let v = value.to_ascii_lowercase();
                 if words.contains(&v.as_str()) {
