@@ -519,61 +519,36 @@ fn oom_score_adj_follows_config() {
     let p = start(&["--port", &ps, "--save", ""]);
     let mut s = connect(port);
     set_oom_score(&p, 22);
-    assert_eq!(
-        call(
-            &mut s,
-            &[
-                "config",
-                "set",
-                "oom-score-adj-values",
-                "9 9 9",
-                "oom-score-adj",
-                "yes"
-            ]
+    // (CONFIG SET arguments, score afterwards); None sets the score by hand.
+    let steps: &[(Option<&[&str]>, i64)] = &[
+        (
+            Some(&["oom-score-adj-values", "9 9 9", "oom-score-adj", "yes"]),
+            31,
         ),
-        "+OK"
-    );
-    assert_eq!(oom_score(&p), 31);
-    assert_eq!(
-        call(
-            &mut s,
-            &["config", "set", "oom-score-adj-values", "15 20 30"]
-        ),
-        "+OK"
-    );
-    assert_eq!(oom_score(&p), 37);
-    assert_eq!(
-        call(&mut s, &["config", "set", "oom-score-adj", "absolute"]),
-        "+OK"
-    );
-    assert_eq!(oom_score(&p), 15);
-    assert_eq!(
-        call(&mut s, &["config", "set", "oom-score-adj", "no"]),
-        "+OK"
-    );
-    assert_eq!(oom_score(&p), 22);
-    set_oom_score(&p, 24);
-    assert_eq!(
-        call(
-            &mut s,
-            &["config", "set", "oom-score-adj-values", "23 23 23"]
-        ),
-        "+OK"
-    );
-    assert_eq!(oom_score(&p), 24);
-    assert_eq!(
-        call(
-            &mut s,
-            &[
-                "config",
-                "set",
+        (Some(&["oom-score-adj-values", "15 20 30"]), 37),
+        (Some(&["oom-score-adj", "absolute"]), 15),
+        (Some(&["oom-score-adj", "no"]), 22),
+        (None, 24),
+        (Some(&["oom-score-adj-values", "23 23 23"]), 24),
+        (
+            Some(&[
                 "oom-score-adj-values",
                 "990 990 990",
                 "oom-score-adj",
-                "relative"
-            ]
+                "relative",
+            ]),
+            1000,
         ),
-        "+OK"
-    );
-    assert_eq!(oom_score(&p), 1000);
+    ];
+    for (set, score) in steps {
+        match set {
+            Some(pairs) => {
+                let mut args = vec!["config", "set"];
+                args.extend_from_slice(pairs);
+                assert_eq!(call(&mut s, &args), "+OK", "{pairs:?}");
+            }
+            None => set_oom_score(&p, *score),
+        }
+        assert_eq!(oom_score(&p), *score, "{set:?}");
+    }
 }
