@@ -1,8 +1,8 @@
 //! Sorted-set reads: ZCARD, ZSCORE, ZMSCORE, ZRANK, ZREVRANK, ZCOUNT, ZLEXCOUNT, ZRANDMEMBER, ZSCAN.
 
 use super::*;
-use crate::cmd::scan;
 use crate::cmd::hash::sample_unique;
+use crate::cmd::scan;
 use crate::error::CmdResult;
 use crate::types::number;
 use std::borrow::Cow;
