@@ -114,7 +114,6 @@ pub fn call(
             client,
             spec: cmd.spec,
             in_exec,
-            in_script: false,
         };
         (cmd.spec.handler)(&mut ctx, &mut cursor)
     };
