@@ -41,7 +41,7 @@ end
 local libs = {'string', 'table', 'math', 'coroutine', 'cjson', 'bit', 'struct', 'cmsgpack', 'redis'}
 local builtins = {
   'assert', 'collectgarbage', 'error', 'gcinfo', 'getmetatable', 'ipairs',
-  'load', 'rawequal', 'select', 'tonumber', 'tostring', 'type',
+  'load', 'loadstring', 'rawequal', 'select', 'tonumber', 'tostring', 'type',
   'unpack', 'xpcall', '_VERSION',
 }
 
@@ -57,7 +57,6 @@ G.rawget = h.rawget
 G.next = h.next
 G.pairs = h.pairs
 G.setmetatable = h.setmetatable
-G.loadstring = h.loadstring
 G.pcall = h.pcall
 G.__redis__err__handler = errh
 

@@ -18,6 +18,7 @@ pub mod cjson;
 pub mod cmd_flags;
 pub mod convert;
 pub mod function;
+pub mod load;
 pub mod lua;
 pub mod msgpack;
 pub mod payload;

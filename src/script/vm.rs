@@ -2,8 +2,9 @@
 //! chunks (never bytecode), and the per-call globals KEYS and ARGV.
 
 use std::alloc::{self, Layout};
-use std::ffi::{c_char, c_int, c_void};
+use std::ffi::{c_int, c_void};
 
+use super::load::load_chunk;
 use super::lua::{self, ffi, push_bytes, push_str, to_bytes, State};
 
 /// Upper bound on the VM's memory; allocations past it fail with Lua's
@@ -98,7 +99,7 @@ impl Vm {
         unsafe {
             let l = ffi::lua_newstate(lua_alloc, a as *mut c_void);
             assert!(!l.is_null(), "cannot create the Lua state");
-            ffi::luaL_openlibs(l);
+            super::load::open_libs(l);
             super::redis_lib::open(l);
             super::cjson::open(l);
             super::bit::open(l);
@@ -123,7 +124,6 @@ impl Vm {
                     ("next", safe_next),
                     ("pairs", safe_pairs),
                     ("setmetatable", safe_setmetatable),
-                    ("loadstring", safe_loadstring),
                     ("pcall", redis_pcall),
                 ],
             );
@@ -192,50 +192,6 @@ pub unsafe fn err_string(l: State) -> String {
         Some(b) => String::from_utf8_lossy(b).into_owned(),
         None => "unknown error".into(),
     }
-}
-
-struct Reader<'a> {
-    data: &'a [u8],
-    step: u8,
-}
-
-unsafe extern "C-unwind" fn reader(_l: State, ud: *mut c_void, size: *mut usize) -> *const c_char {
-    let r = &mut *(ud as *mut Reader);
-    match r.step {
-        0 => {
-            // An empty first piece makes Lua pick the text parser whatever
-            // the first byte is: bytecode never loads (Redis patches Lua
-            // for the same effect), and "\27Lua" fails as a syntax error.
-            r.step = 1;
-            *size = 0;
-            b"".as_ptr() as *const c_char
-        }
-        1 => {
-            r.step = 2;
-            *size = r.data.len();
-            r.data.as_ptr() as *const c_char
-        }
-        _ => {
-            *size = 0;
-            std::ptr::null()
-        }
-    }
-}
-
-/// Loads `body` as Lua source (never as bytecode) with chunk name `name`.
-/// Pushes the function, or the error message; returns Lua's status.
-pub unsafe fn load_chunk(l: State, body: &[u8], name: &str) -> c_int {
-    let mut r = Reader {
-        data: body,
-        step: 0,
-    };
-    let cname = std::ffi::CString::new(name.replace('\0', "")).unwrap_or_default();
-    ffi::lua_load(
-        l,
-        reader,
-        &mut r as *mut Reader as *mut c_void,
-        cname.as_ptr(),
-    )
 }
 
 /// Pushes the table behind the globals scripts see.
@@ -447,39 +403,6 @@ unsafe extern "C-unwind" fn redis_pcall(l: State) -> c_int {
     ffi::lua_gettop(l)
 }
 
-/// `loadstring(s [, chunkname])`, never loading bytecode.
-unsafe extern "C-unwind" fn safe_loadstring(l: State) -> c_int {
-    let s = ffi::luaL_checklstring(l, 1, std::ptr::null_mut());
-    let _ = s;
-    let body = to_bytes(l, 1).unwrap_or_default();
-    let name = match to_bytes(l, 2) {
-        Some(n) => n.to_vec(),
-        None => body.to_vec(),
-    };
-    // The chunk name is a C string: it stops at a NUL byte.
-    let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
-    let cname = std::ffi::CString::new(&name[..end]).unwrap_or_default();
-    drop(name);
-    let mut r = Reader {
-        data: body,
-        step: 0,
-    };
-    let rc = ffi::lua_load(
-        l,
-        reader,
-        &mut r as *mut Reader as *mut c_void,
-        cname.as_ptr(),
-    );
-    drop(cname);
-    if rc == 0 {
-        1
-    } else {
-        ffi::lua_pushnil(l);
-        ffi::lua_insert(l, -2);
-        2
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -545,12 +468,5 @@ mod tests {
             run(&mut vm, "return tostring(rawget(redis, 1))").unwrap(),
             "nil"
         );
-    }
-
-    #[test]
-    fn bytecode_never_loads() {
-        let mut vm = Vm::new();
-        let e = vm.compile(b"\x1bLuaQ\x00", "@user_script").unwrap_err();
-        assert!(e.contains("unexpected symbol near 'char(27)'"), "{e}");
     }
 }
