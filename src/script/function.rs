@@ -116,12 +116,24 @@ fn parse_meta(code: &[u8]) -> Result<Meta<'_>, String> {
 
 impl Functions {
     fn vm(&mut self) -> &mut Vm {
-        self.vm.get_or_insert_with(|| {
-            let vm = Vm::new();
-            // SAFETY: a fresh VM, no script running.
-            unsafe { install_load_api(vm.l) };
-            vm
-        })
+        if self.vm.is_none() && !self.libs.is_empty() {
+            // The VM was dropped after a panic: load every library again.
+            let libs = std::mem::take(&mut self.libs);
+            self.index.clear();
+            self.vm = Some(new_vm());
+            for lib in libs {
+                if let Err(e) = self.load(&lib.code, false) {
+                    crate::log::warning(&format!("Library '{}' not reloaded: {e}", lib.name));
+                }
+            }
+        }
+        self.vm.get_or_insert_with(new_vm)
+    }
+
+    /// Drops the VM after a panic unwound through it (its state is not
+    /// consistent anymore); the next use reloads the libraries.
+    pub fn discard_vm(&mut self) {
+        self.vm = None;
     }
 
     pub fn state(&mut self) -> State {
@@ -199,12 +211,20 @@ impl Functions {
             funcs: Vec::new(),
             start: Instant::now(),
         };
+        LOAD.with(|c| c.set(&mut ctx as *mut LoadCtx));
         // SAFETY: the VM is ours; LOAD points at `ctx` only during the call.
-        let res = unsafe {
-            LOAD.with(|c| c.set(&mut ctx as *mut LoadCtx));
-            let r = run_load(l, func_ref);
-            LOAD.with(|c| c.set(std::ptr::null_mut()));
-            r
+        let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe {
+            run_load(l, func_ref)
+        }));
+        LOAD.with(|c| c.set(std::ptr::null_mut()));
+        let res = match res {
+            Ok(r) => r,
+            Err(payload) => {
+                // It unwound through Lua: the VM (and the references just
+                // registered in it) cannot be used anymore.
+                self.discard_vm();
+                std::panic::resume_unwind(payload);
+            }
         };
         self.vm().unref(func_ref);
         let unref_all = |this: &mut Functions, funcs: Vec<Function>| {
@@ -240,6 +260,14 @@ impl Functions {
         self.reindex();
         Ok(meta.name)
     }
+}
+
+/// A VM for libraries: the sandbox plus the load-time API.
+fn new_vm() -> Vm {
+    let vm = Vm::new();
+    // SAFETY: a fresh VM, no script running.
+    unsafe { install_load_api(vm.l) };
+    vm
 }
 
 /// Runs a library's top-level code with the load-time globals.
