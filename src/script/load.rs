@@ -126,7 +126,7 @@ unsafe extern "C-unwind" fn function_reader(
     _ud: *mut c_void,
     size: *mut usize,
 ) -> *const c_char {
-    ffi::luaL_checkstack(l, 2, c"too many nested functions".as_ptr());
+    super::lua::check_stack(l, 2, c"too many nested functions");
     ffi::lua_pushvalue(l, 1);
     ffi::lua_call(l, 0, 1);
     if ffi::lua_type(l, -1) == ffi::LUA_TNIL {
