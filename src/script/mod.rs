@@ -194,6 +194,17 @@ pub struct RunCtx {
     pub command: Vec<Vec<u8>>,
     /// A panic stopped at a C boundary ([`no_unwind`]), resumed by [`run`].
     pub panic: Option<Box<dyn std::any::Any + Send>>,
+    /// The keys the script declared (KEYS), borrowed from the command
+    /// for the run: see [`declared_keys`].
+    keys: *const [&'static [u8]],
+}
+
+/// The keys the running script declared, or none outside a script. A
+/// tracking caller remembers them all when its script reads (Redis's
+/// `trackingRememberKeys(server.script_caller)`).
+pub fn declared_keys() -> Vec<Vec<u8>> {
+    // SAFETY: `keys` points into the `Call` that `run` owns while RUN is set.
+    unsafe { run_ctx().map_or_else(Vec::new, |r| (*r.keys).iter().map(|k| k.to_vec()).collect()) }
 }
 
 thread_local! {
@@ -340,6 +351,7 @@ pub fn run(srv: &mut Server, caller: &mut Client, call: Call<'_>) {
         is_function: call.is_function,
         command: call.command,
         panic: None,
+        keys: &call.keys[..] as *const [&[u8]] as *const [&'static [u8]],
     };
     let guard = RunGuard {
         srv: ctx.srv,
