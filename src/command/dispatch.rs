@@ -6,7 +6,7 @@ use super::args::Args;
 use super::gate::{self, Caller, Verdict};
 use super::spec::flags;
 use super::table::CmdRef;
-use crate::error::Rejection;
+use crate::error::{Error, Rejection};
 use crate::server::client::{Client, Queued, ReplyMode};
 use crate::server::{blocking, notify, Ctx, Server};
 
@@ -78,7 +78,12 @@ pub fn reject(srv: &mut Server, client: &mut Client, cmd: Option<CmdRef>, r: &Re
     if let Some(cmd) = cmd {
         srv.stats.cmd(cmd.id).rejected += 1;
     }
-    let e = r.error();
+    let mut e = r.error();
+    // A rejected EXEC discards its transaction (Redis's execCommandAbort).
+    if cmd.is_some_and(|c| c.spec.name == "exec") {
+        crate::cmd::txn::discard_transaction(srv, client);
+        e = Error::exec_abort(&e.text());
+    }
     srv.stats.error(e.code());
     client.reply.error_line(&e.text());
 }
