@@ -351,7 +351,7 @@ pub fn run(srv: &mut Server, caller: &mut Client, call: Call<'_>) {
         is_function: call.is_function,
         command: call.command,
         panic: None,
-        keys: &call.keys[..] as *const [&[u8]] as *const [&'static [u8]],
+        keys: std::ptr::slice_from_raw_parts(call.keys.as_ptr().cast(), call.keys.len()),
     };
     let guard = RunGuard {
         srv: ctx.srv,
