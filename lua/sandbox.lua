@@ -40,7 +40,7 @@ end
 -- Libraries Redis exposes, each behind a read-only view.
 local libs = {'string', 'table', 'math', 'coroutine', 'cjson', 'bit', 'struct', 'cmsgpack', 'redis'}
 local builtins = {
-  'assert', 'collectgarbage', 'error', 'gcinfo', 'getmetatable', 'ipairs',
+  'assert', 'collectgarbage', 'error', 'gcinfo', 'ipairs',
   'load', 'loadstring', 'rawequal', 'select', 'tonumber', 'tostring', 'type',
   'unpack', 'xpcall', '_VERSION',
 }
@@ -71,6 +71,8 @@ setmetatable(G, {__index = h.nonexistent})
 local proxy = protect(G, G)
 G._G = proxy
 setfenv(0, proxy)
+G.getmetatable = h.getmetatable
 
 debug = nil
-return errh, G
+-- What getmetatable(_G) shows: Redis's globals metatable, read-only.
+return errh, G, protect({__index = h.nonexistent})

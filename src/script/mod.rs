@@ -391,7 +391,11 @@ pub fn run(srv: &mut Server, caller: &mut Client, call: Call<'_>) {
             std::panic::resume_unwind(payload);
         }
         if rc == 0 {
-            convert::reply_from_lua(l, &mut caller.reply, ctx.resp);
+            let mut errors = Vec::new();
+            convert::reply_from_lua(l, &mut caller.reply, ctx.resp, &mut errors);
+            for code in errors {
+                srv.stats.error(code);
+            }
         } else {
             convert::reply_error(l, &mut caller.reply, &ctx.name, srv);
         }

@@ -22,6 +22,8 @@ const SLOT_REAL_G: i32 = -1;
 const SLOT_ERRH: i32 = -2;
 const SLOT_KEYS: i32 = -3;
 const SLOT_ARGV: i32 = -4;
+/// The read-only table `getmetatable(_G)` answers.
+const SLOT_G_MT: i32 = -5;
 
 struct AllocState {
     used: usize,
@@ -125,15 +127,18 @@ impl Vm {
                     ("next", safe_next),
                     ("pairs", safe_pairs),
                     ("setmetatable", safe_setmetatable),
+                    ("getmetatable", safe_getmetatable),
                     ("pcall", redis_pcall),
                 ],
             );
             get_registry(l, REG_RO);
             lua::set_field(l, -2, "readonly");
-            if ffi::lua_pcall(l, 1, 2, 0) != 0 {
+            if ffi::lua_pcall(l, 1, 3, 0) != 0 {
                 panic!("sandbox.lua: {}", err_string(l));
             }
-            // The sandbox returns the error handler and the globals table.
+            // The sandbox returns the error handler, the globals table and
+            // the view getmetatable(_G) shows.
+            ffi::lua_rawseti_(l, ffi::LUA_REGISTRYINDEX, SLOT_G_MT as _);
             ffi::lua_rawseti_(l, ffi::LUA_REGISTRYINDEX, SLOT_REAL_G as _);
             ffi::lua_rawseti_(l, ffi::LUA_REGISTRYINDEX, SLOT_ERRH as _);
             push_str(l, "KEYS");
@@ -306,6 +311,16 @@ const READONLY_MSG: &str = "Attempt to modify a readonly table";
 
 /// `__index` of the globals: reading an undefined global is an error.
 unsafe extern "C-unwind" fn nonexistent_global(l: State) -> c_int {
+    // Reachable as getmetatable(_G).__index, so called by scripts directly.
+    if ffi::lua_gettop(l) != 2 {
+        return lua::raise_msg(l, "Wrong number of arguments to luaProtectedTableError");
+    }
+    if ffi::lua_isstring(l, 2) == 0 {
+        return lua::raise_msg(
+            l,
+            "Second argument to luaProtectedTableError must be a string or number",
+        );
+    }
     let name = to_bytes(l, 2).map(|b| String::from_utf8_lossy(b).into_owned());
     let msg = format!(
         "Script attempted to access nonexistent global variable '{}'",
@@ -378,6 +393,30 @@ unsafe extern "C-unwind" fn safe_setmetatable(l: State) -> c_int {
     }
     ffi::lua_settop(l, 2);
     ffi::lua_setmetatable(l, 1);
+    1
+}
+
+/// `getmetatable(v)` as Redis shows it: Redis protects its tables with a
+/// read-only flag, ours are proxies, so a proxy answers what the table it
+/// stands for would: nil for a library, the (read-only) globals metatable
+/// for `_G`. Anything else as Lua's own.
+unsafe extern "C-unwind" fn safe_getmetatable(l: State) -> c_int {
+    ffi::luaL_checkany(l, 1);
+    if is_readonly(l, 1) {
+        push_globals(l);
+        lua::get_field(l, -1, "_G");
+        if ffi::lua_rawequal(l, 1, -1) != 0 {
+            ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, SLOT_G_MT as _);
+        } else {
+            ffi::lua_pushnil(l);
+        }
+        return 1;
+    }
+    if ffi::lua_getmetatable(l, 1) == 0 {
+        ffi::lua_pushnil(l);
+        return 1;
+    }
+    ffi::luaL_getmetafield(l, 1, c"__metatable".as_ptr());
     1
 }
 
