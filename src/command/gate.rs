@@ -144,7 +144,8 @@ fn script_stage(
     if !spec.arity_ok(args.len()) {
         return reject(Rejection::ScriptArity);
     }
-    if spec.has(flags::NOSCRIPT) {
+    // DEBUG SET-DISABLE-DENY-SCRIPTS lifts this check (a test hook).
+    if spec.has(flags::NOSCRIPT) && !srv.ext.script.allow_noscript {
         return reject(Rejection::ScriptNoScript);
     }
     // Stale replica (`Can not execute the command on a stale replica`):

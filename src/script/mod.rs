@@ -98,6 +98,8 @@ pub struct Scripting {
     pub functions: function::Functions,
     /// The server cell, for spawning tasks of connections accepted while busy.
     pub server: Option<std::rc::Weak<std::cell::RefCell<Server>>>,
+    /// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call noscript commands.
+    pub allow_noscript: bool,
 }
 
 impl Scripting {
