@@ -85,12 +85,11 @@ fn parse_meta(code: &[u8]) -> Result<Meta<'_>, String> {
     let Some(nl) = code.iter().position(|&c| c == b'\n') else {
         return Err("Invalid library metadata".into());
     };
-    let line = String::from_utf8_lossy(&code[..nl]);
-    let parts: Vec<&str> = line.split_ascii_whitespace().collect();
-    if parts.is_empty() {
+    let parts = super::shebang_words(&code[..nl]).unwrap_or_default();
+    let Some(first) = parts.first() else {
         return Err("Invalid library metadata".into());
-    }
-    let engine = parts[0][2..].to_string();
+    };
+    let engine = first.get(2..).unwrap_or_default().to_string();
     let mut name = None;
     for p in &parts[1..] {
         if p.len() >= 5 && p[..5].eq_ignore_ascii_case("name=") {
@@ -193,7 +192,8 @@ impl Functions {
         if !valid_name(meta.name.as_bytes()) {
             return Err("Library names can only contain letters, numbers, or underscores(_) and must be at least one character long".into());
         }
-        if meta.engine != "lua" {
+        // Engines are looked up without regard to case.
+        if !meta.engine.eq_ignore_ascii_case("lua") {
             return Err(format!("Engine '{}' not found", meta.engine));
         }
         let old = self.libs.iter().position(|l| l.name == meta.name);

@@ -49,6 +49,18 @@ pub struct Script {
     flags: Option<u32>,
 }
 
+/// The words of a shebang line, split as Redis's `sdssplitargs` splits it
+/// (quotes and escapes); None when its quotes do not balance.
+pub(crate) fn shebang_words(line: &[u8]) -> Option<Vec<String>> {
+    let words = crate::config::split_config_line(line)?;
+    Some(
+        words
+            .iter()
+            .map(|w| String::from_utf8_lossy(w).into_owned())
+            .collect(),
+    )
+}
+
 /// Parses an EVAL script's shebang as Redis 7's `evalExtractShebangFlags`:
 /// the flags (None without a shebang) and the bytes to skip (the shebang
 /// line, keeping its line feed so line numbers stay the user's).
@@ -59,8 +71,7 @@ fn shebang_flags(body: &[u8]) -> Result<(Option<u32>, usize), String> {
     let Some(nl) = body.iter().position(|&c| c == b'\n') else {
         return Err("Invalid script shebang".into());
     };
-    let line = String::from_utf8_lossy(&body[..nl]);
-    let parts: Vec<&str> = line.split_ascii_whitespace().collect();
+    let parts = shebang_words(&body[..nl]).unwrap_or_default();
     let Some(engine) = parts.first() else {
         return Err("Invalid engine in script shebang".into());
     };
