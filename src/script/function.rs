@@ -181,6 +181,9 @@ impl Functions {
             for f in lib.functions {
                 vm.unref(f.func_ref);
             }
+            // What the library held goes now: the VM's memory is capped and
+            // Lua 5.1 collects only as allocations go on.
+            vm.full_gc();
         }
         self.reindex();
         true
@@ -277,7 +280,7 @@ unsafe fn run_load(l: State, func_ref: i32) -> Result<(), String> {
     super::busy::install_hook(l);
     vm::push_error_handler(l);
     ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, func_ref as _);
-    let rc = ffi::lua_pcall(l, 0, 0, base + 1);
+    let rc = vm::guarded(l, || ffi::lua_pcall(l, 0, 0, base + 1));
     super::busy::remove_hook(l);
     set_env(l, ENV_RUN);
     let res = if rc == 0 {

@@ -393,7 +393,7 @@ pub fn run(srv: &mut Server, caller: &mut Client, call: Call<'_>) {
         } else {
             0
         };
-        let rc = ffi::lua_pcall(l, nargs, 1, base + 1);
+        let rc = vm::guarded(l, || ffi::lua_pcall(l, nargs, 1, base + 1));
         busy::remove_hook(l);
         RUN.with(|c| c.set(std::ptr::null_mut()));
         if let Some(payload) = ctx.panic.take() {

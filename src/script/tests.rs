@@ -129,3 +129,40 @@ fn out_of_memory_fails_alone() {
     let r = cmd(&mut srv, &mut c, &["EVAL", caught, "0"]).unwrap();
     assert_eq!(r, "*2\r\n$5\r\nfalse\r\n:1000\r\n");
 }
+
+/// A library that keeps the functions VM at its memory cap (in an upvalue)
+/// does not take the server down: the engine's own calls outside a pcall
+/// (the KEYS/ARGV tables, registry references) are not limited, since Lua
+/// answers an unprotected "not enough memory" with exit(1).
+#[test]
+fn a_vm_kept_at_its_cap_still_serves() {
+    let (mut srv, mut c) = server();
+    let lib = "#!lua name=hog\nlocal keep = {}\n\
+               redis.register_function('fill', function() \
+                 local n = keep \
+                 return tostring(pcall(function() for i = 1, 1e9 do n.x = {} n = n.x end end)) end)\n\
+               redis.register_function('size', function(k, a) return {keep.x ~= nil, #k, #a} end)";
+    assert_eq!(
+        cmd(&mut srv, &mut c, &["FUNCTION", "LOAD", lib]).unwrap(),
+        "$3\r\nhog\r\n"
+    );
+    assert_eq!(
+        cmd(&mut srv, &mut c, &["FCALL", "fill", "0"]).unwrap(),
+        "$5\r\nfalse\r\n"
+    );
+    // The function itself has no room left: that call fails, alone.
+    let r = cmd(&mut srv, &mut c, &["FCALL", "size", "2", "k1", "k2", "a1"]).unwrap();
+    assert_eq!(r, "-ERR Error running script size, not enough memory \r\n");
+    // Deleting the library gives its memory back.
+    assert_eq!(
+        cmd(&mut srv, &mut c, &["FUNCTION", "DELETE", "hog"]).unwrap(),
+        "+OK\r\n"
+    );
+    let lib = "#!lua name=small\nredis.register_function('k', function(k) return #k end)";
+    assert_eq!(
+        cmd(&mut srv, &mut c, &["FUNCTION", "LOAD", lib]).unwrap(),
+        "$5\r\nsmall\r\n"
+    );
+    let r = cmd(&mut srv, &mut c, &["FCALL", "k", "2", "k1", "k2"]).unwrap();
+    assert_eq!(r, ":2\r\n");
+}

@@ -28,6 +28,11 @@ const SLOT_G_MT: i32 = -5;
 struct AllocState {
     used: usize,
     limit: usize,
+    /// The limit applies only while Lua code runs under protection (see
+    /// [`guarded`]): the engine's own calls outside a pcall (luaL_ref and
+    /// unref, KEYS/ARGV tables) have no error handler to catch "not enough
+    /// memory", and Lua's default answer to that is exit(1).
+    enforce: bool,
 }
 
 /// One Lua state with the sandbox installed.
@@ -56,7 +61,7 @@ unsafe extern "C" fn lua_alloc(
         }
         return std::ptr::null_mut();
     }
-    if nsize > osize && a.used + (nsize - osize) > a.limit {
+    if a.enforce && nsize > osize && a.used + (nsize - osize) > a.limit {
         return std::ptr::null_mut();
     }
     let p = if ptr.is_null() {
@@ -72,6 +77,19 @@ unsafe extern "C" fn lua_alloc(
         a.used = a.used - osize + nsize;
     }
     p as *mut c_void
+}
+
+/// Runs `f` (a protected call into Lua: lua_pcall, lua_load) with the
+/// VM's memory limit enforced; outside it the limit is off (see `AllocState`).
+pub unsafe fn guarded<R>(l: State, f: impl FnOnce() -> R) -> R {
+    let mut ud = std::ptr::null_mut();
+    ffi::lua_getallocf(l, &mut ud);
+    let a = ud as *mut AllocState;
+    let was = (*a).enforce;
+    (*a).enforce = true;
+    let r = f();
+    (*a).enforce = was;
+    r
 }
 
 impl Drop for Vm {
@@ -97,7 +115,11 @@ impl Vm {
 
     /// A VM whose allocations stop at `limit` bytes.
     pub fn with_limit(limit: usize) -> Vm {
-        let a = Box::into_raw(Box::new(AllocState { used: 0, limit }));
+        let a = Box::into_raw(Box::new(AllocState {
+            used: 0,
+            limit,
+            enforce: false,
+        }));
         // SAFETY: a fresh state; everything below runs before any script.
         unsafe {
             let l = ffi::lua_newstate(lua_alloc, a as *mut c_void);
@@ -156,7 +178,7 @@ impl Vm {
     pub fn compile(&mut self, body: &[u8], name: &str) -> Result<i32, String> {
         // SAFETY: the state is ours; the stack is left balanced.
         unsafe {
-            if load_chunk(self.l, body, name) != 0 {
+            if guarded(self.l, || load_chunk(self.l, body, name)) != 0 {
                 let e = err_string(self.l);
                 ffi::lua_pop(self.l, 1);
                 return Err(e);
@@ -174,6 +196,14 @@ impl Vm {
     pub fn used_memory(&self) -> usize {
         // SAFETY: the allocator state lives as long as the VM.
         unsafe { (*self.alloc).used }
+    }
+
+    /// A full collection (no script runs now).
+    pub fn full_gc(&mut self) {
+        // SAFETY: the state is ours and idle.
+        unsafe {
+            ffi::lua_gc(self.l, ffi::LUA_GCCOLLECT, 0);
+        }
     }
 
     pub fn gc_step(&mut self) {
@@ -456,7 +486,7 @@ mod tests {
             let base = ffi::lua_gettop(l);
             push_error_handler(l);
             ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, r as _);
-            let rc = ffi::lua_pcall(l, 0, 1, base + 1);
+            let rc = guarded(l, || ffi::lua_pcall(l, 0, 1, base + 1));
             let out = if rc == 0 {
                 Ok(err_string(l))
             } else if ffi::lua_type(l, -1) == ffi::LUA_TTABLE {
