@@ -80,9 +80,12 @@ pub fn reject(srv: &mut Server, client: &mut Client, cmd: Option<CmdRef>, r: &Re
     }
     let mut e = r.error();
     // A rejected EXEC discards its transaction (Redis's execCommandAbort).
+    // Redis formats its ERR-class rejections without the code and keeps the
+    // code of the others (BUSY, NOAUTH, OOM, ...).
     if cmd.is_some_and(|c| c.spec.name == "exec") {
         crate::cmd::txn::discard_transaction(srv, client);
-        e = Error::exec_abort(&e.text());
+        let text = e.text();
+        e = Error::exec_abort(text.strip_prefix("ERR ").unwrap_or(&text));
     }
     srv.stats.error(e.code());
     client.reply.error_line(&e.text());
