@@ -303,33 +303,18 @@ unsafe fn decode(l: State, c: &mut Cur<'_>) -> Result<(), DErr> {
     // lua_pushunsigned is lua_pushinteger in Lua 5.1: through a signed 64-bit.
     let int = |l: State, v: i64| ffi::lua_pushnumber(l, v as f64);
     match b {
-        0xcc => {
-            int(l, c.be(1)? as i64);
-            c.p += 2;
-        }
-        0xd0 => {
-            int(l, c.be(1)? as u8 as i8 as i64);
-            c.p += 2;
-        }
-        0xcd => {
-            int(l, c.be(2)? as i64);
-            c.p += 3;
-        }
-        0xd1 => {
-            int(l, c.be(2)? as u16 as i16 as i64);
-            c.p += 3;
-        }
-        0xce => {
-            int(l, c.be(4)? as i64);
-            c.p += 5;
-        }
-        0xd2 => {
-            int(l, c.be(4)? as u32 as i32 as i64);
-            c.p += 5;
-        }
-        0xcf | 0xd3 => {
-            int(l, c.be(8)? as i64);
-            c.p += 9;
+        // uint 8/16/32/64 (0xcc..0xcf) and int 8/16/32/64 (0xd0..0xd3).
+        0xcc..=0xd3 => {
+            let w = 1usize << (b & 3);
+            let raw = c.be(w)?;
+            let shift = 64 - 8 * w as u32;
+            let v = if b >= 0xd0 {
+                ((raw << shift) as i64) >> shift
+            } else {
+                raw as i64
+            };
+            int(l, v);
+            c.p += 1 + w;
         }
         0xc0 => {
             ffi::lua_pushnil(l);
