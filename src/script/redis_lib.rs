@@ -161,11 +161,15 @@ unsafe fn execute(l: State) -> bool {
                 read_only: run.read_only,
             };
             match gate::check(&*run.srv, &*run.client, &args, caller) {
-                Verdict::Run(cmd) => Ok(cmd),
+                // The script stage never queues or postpones (the script as a
+                // whole passed its caller's gate); were it to, run the command:
+                // a script cannot wait, and a panic here would cross Lua's frames.
+                Verdict::Run(cmd) | Verdict::Queue(cmd) => Ok(cmd),
                 Verdict::Reject(_, r) => Err(Cow::Owned(format!("-{}", r.error().text()))),
-                Verdict::Queue(_) | Verdict::Postpone => {
-                    unreachable!("a script's commands run or are refused")
-                }
+                Verdict::Postpone => Err(Cow::Owned(format!(
+                    "-{}",
+                    crate::error::Error::msg("command postponed inside a script").text()
+                ))),
             }
         });
     let cmd = match checked {
