@@ -104,3 +104,70 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// A malformed request: answered `-ERR Protocol error: ...`, then the
+/// connection closes (Redis's `setProtocolError`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProtocolError {
+    TooBigInline,
+    UnbalancedQuotes,
+    TooBigMbulkCount,
+    InvalidMbulkCount,
+    UnauthMbulkCount,
+    TooBigBulkCount,
+    /// The byte found where a `$` header must start.
+    ExpectedDollar(u8),
+    InvalidBulkLength,
+    UnauthBulkLength,
+}
+
+impl ProtocolError {
+    /// The reply without `-` (bytes: the offending byte goes out as it came, as C's `%c`).
+    pub fn reply(&self) -> Vec<u8> {
+        let detail: &str = match self {
+            ProtocolError::TooBigInline => "too big inline request",
+            ProtocolError::UnbalancedQuotes => "unbalanced quotes in request",
+            ProtocolError::TooBigMbulkCount => "too big mbulk count string",
+            ProtocolError::InvalidMbulkCount => "invalid multibulk length",
+            ProtocolError::UnauthMbulkCount => "unauthenticated multibulk length",
+            ProtocolError::TooBigBulkCount => "too big bulk count string",
+            ProtocolError::ExpectedDollar(b) => {
+                let mut v = b"ERR Protocol error: expected '$', got '".to_vec();
+                v.push(*b);
+                v.push(b'\'');
+                return v;
+            }
+            ProtocolError::InvalidBulkLength => "invalid bulk length",
+            ProtocolError::UnauthBulkLength => "unauthenticated bulk length",
+        };
+        format!("ERR Protocol error: {detail}").into_bytes()
+    }
+
+    /// Redis's shorter reason, for the log line.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            ProtocolError::TooBigInline => "too big inline request",
+            ProtocolError::UnbalancedQuotes => "unbalanced quotes in inline request",
+            ProtocolError::TooBigMbulkCount => "too big mbulk count string",
+            ProtocolError::InvalidMbulkCount => "invalid mbulk count",
+            ProtocolError::UnauthMbulkCount => "unauth mbulk count",
+            ProtocolError::TooBigBulkCount => "too big bulk count string",
+            ProtocolError::ExpectedDollar(_) => "expected $ but got something else",
+            ProtocolError::InvalidBulkLength => "invalid bulk length",
+            ProtocolError::UnauthBulkLength => "unauth bulk length",
+        }
+    }
+}
+
+impl Error {
+    /// A command that panicked (a bug) and was stopped (see `server::fault`).
+    /// Redis has no such reply: it would have crashed.
+    pub fn internal(cmd: &str) -> Error {
+        Error::Msg(
+            format!(
+                "internal error in '{cmd}' command, the command was not completed (see the server log)"
+            )
+            .into(),
+        )
+    }
+}

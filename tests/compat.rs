@@ -7,7 +7,6 @@ use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use oxidis::resp::decode::{self, Limits, Parsed};
 use oxidis::resp::value::{parse_value, Value};
 
 struct Step {
@@ -26,19 +25,8 @@ struct Case {
 }
 
 fn split_words(s: &str) -> Vec<Vec<u8>> {
-    let line = format!("{s}\n");
-    let mut ranges = Vec::new();
-    let limits = Limits {
-        max_bulk: i64::MAX,
-        authenticated: true,
-    };
-    match decode::parse(line.as_bytes(), &mut ranges, limits) {
-        Parsed::Command { .. } => ranges
-            .iter()
-            .map(|&(a, b)| decode::inline_word(&line.as_bytes()[a..b]))
-            .collect(),
-        other => panic!("cannot split case line {s:?}: {other:?}"),
-    }
+    oxidis::resp::inline::split(s.as_bytes())
+        .unwrap_or_else(|| panic!("cannot split case line {s:?}: unbalanced quotes"))
 }
 
 fn parse_case(path: &Path) -> Case {

@@ -227,8 +227,17 @@ pub fn call(
             in_exec,
             in_script: false,
         };
-        (cmd.spec.handler)(&mut ctx, &mut cursor)
+        crate::server::fault::run_handler(cmd.spec.full_name(), in_exec, || {
+            #[cfg(test)]
+            crate::server::fault::injected(args);
+            (cmd.spec.handler)(&mut ctx, &mut cursor)
+        })
     };
+    // A handler that panicked fails alone; what it had written is dropped.
+    let result = result.unwrap_or_else(|e| {
+        client.reply.buf.truncate(reply_start);
+        Err(e)
+    });
     let ok = result.is_ok();
     if let Err(e) = result {
         client.reply.error_line(&e.text());

@@ -92,30 +92,15 @@ impl Config {
     }
 }
 
-/// Splits a config line like Redis's `sdssplitargs`.
+/// Splits a config line as Redis does (`sdssplitargs`).
 pub fn split_config_line(line: &str) -> Option<Vec<String>> {
-    let bytes = line.as_bytes();
-    let mut words = Vec::new();
-    let mut ranges = Vec::new();
-    match crate::resp::decode::parse(
-        &[bytes, b"\n"].concat(),
-        &mut ranges,
-        crate::resp::decode::Limits {
-            max_bulk: i64::MAX,
-            authenticated: true,
-        },
-    ) {
-        crate::resp::decode::Parsed::Command { .. } => {
-            for (s, e) in ranges {
-                words.push(
-                    String::from_utf8_lossy(&crate::resp::decode::inline_word(&bytes[s..e]))
-                        .into_owned(),
-                );
-            }
-            Some(words)
-        }
-        _ => None,
-    }
+    let words = crate::resp::inline::split(line.as_bytes())?;
+    Some(
+        words
+            .iter()
+            .map(|w| String::from_utf8_lossy(w).into_owned())
+            .collect(),
+    )
 }
 
 /// Turns `redis-server` command-line arguments into a Config, exactly as

@@ -1,33 +1,105 @@
 //! One connection: read what is available, run every complete request, write the replies in one burst with the round's others.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
+use std::future::Future;
+use std::pin::Pin;
 use std::rc::Rc;
 use std::time::Duration;
 
 use bytes::{Buf, BytesMut};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncWrite, AsyncWriteExt};
+use tokio::time::Sleep;
 
 use super::client::{Client, ClientCell};
 use super::{blocking, Server};
-use crate::command::args::{Args, Argv};
-use crate::command::dispatch::dispatch;
-use crate::resp::decode::{self, Limits, Parsed};
+use crate::command::args::Args;
+use crate::command::dispatch;
+use crate::resp::decode::{Decoder, Limits, Parsed};
 
+/// Bytes read from a socket at a time (Redis's `PROTO_IOBUF_LEN`).
 const READ_CHUNK: usize = 16 * 1024;
-/// Buffers above this size are released once empty, so one big request or
-/// reply does not pin memory for the life of the connection.
+/// The most a read into a connection's own buffer asks room for (a big
+/// argument on its way), and the largest such buffer kept once empty.
 const KEEP_CAPACITY: usize = 1024 * 1024;
+/// Output buffers above this size are released once written (Redis's
+/// per-client reply buffer is 16 KiB).
+pub const KEEP_OUTPUT: usize = 16 * 1024;
 /// Replies up to this size wait for the round's burst (see `serve`).
 const BURST_MAX: usize = 16 * 1024;
 
+/// A socket the loop can wait on without lending it a buffer: an idle
+/// connection holds no input buffer, its bytes are read into one shared by
+/// every connection on the thread and only what is left unparsed is kept.
+pub trait Socket: AsyncWrite + Unpin {
+    fn readable(&self) -> impl Future<Output = std::io::Result<()>>;
+    fn try_read(&self, buf: &mut [u8]) -> std::io::Result<usize>;
+    fn try_read_buf(&self, buf: &mut BytesMut) -> std::io::Result<usize>;
+}
+
+macro_rules! socket {
+    ($t:ty) => {
+        impl Socket for $t {
+            fn readable(&self) -> impl Future<Output = std::io::Result<()>> {
+                <$t>::readable(self)
+            }
+            fn try_read(&self, buf: &mut [u8]) -> std::io::Result<usize> {
+                <$t>::try_read(self, buf)
+            }
+            fn try_read_buf(&self, buf: &mut BytesMut) -> std::io::Result<usize> {
+                <$t>::try_read_buf(self, buf)
+            }
+        }
+    };
+}
+socket!(tokio::net::TcpStream);
+socket!(tokio::net::UnixStream);
+
+thread_local! {
+    /// The read buffer every connection on the data thread shares.
+    static SCRATCH: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+}
+
+/// Removes the client from the server when its task ends, however it ends:
+/// a return, a panic unwinding out of the task, or the runtime dropping it.
+/// Without this a fault left the client in CLIENT LIST and counted against
+/// `maxclients` for good.
+struct Registered {
+    srv: Rc<RefCell<Server>>,
+    cell: Rc<ClientCell>,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        match (self.srv.try_borrow_mut(), self.cell.state.try_borrow_mut()) {
+            (Ok(mut s), Ok(mut c)) => super::listener::remove_client(&mut s, &mut c),
+            _ => crate::log::warning(
+                "Connection closed while the server state was in use; client not removed",
+            ),
+        }
+    }
+}
+
+/// Per-connection parse state the task keeps between reads.
+struct Input {
+    /// Bytes read and not yet run: a request still arriving, or requests
+    /// held back (blocked, paused). Empty, with no allocation, when idle.
+    buf: BytesMut,
+    decoder: Decoder,
+    /// Do not parse again before `buf` holds this many bytes.
+    need: usize,
+}
+
 /// Serves one client until it quits, is killed, or the socket closes.
-pub async fn serve<S>(srv: Rc<RefCell<Server>>, cell: Rc<ClientCell>, mut stream: S)
-where
-    S: AsyncRead + AsyncWrite + Unpin,
-{
-    let mut inbuf = BytesMut::with_capacity(READ_CHUNK);
-    let mut ranges: Vec<(usize, usize)> = Vec::with_capacity(16);
-    let mut need = 1usize;
+pub async fn serve<S: Socket>(srv: Rc<RefCell<Server>>, cell: Rc<ClientCell>, mut stream: S) {
+    let _registered = Registered {
+        srv: srv.clone(),
+        cell: cell.clone(),
+    };
+    let mut input = Input {
+        buf: BytesMut::new(),
+        decoder: Decoder::default(),
+        need: 1,
+    };
     let mut outbuf = BytesMut::new();
     loop {
         let (close, deadline_ms, idle_secs, blocked) = {
@@ -37,15 +109,23 @@ where
             c.postponed = false;
             if !c.pending_input.is_empty() {
                 // Input the busy-script poller read off the socket (see script::busy).
-                inbuf.extend_from_slice(&c.pending_input);
-                c.pending_input.clear();
+                input.buf.extend_from_slice(&c.pending_input);
+                c.pending_input = Vec::new();
             }
             if !cell.kill.get() {
-                process(&mut s, &mut c, &mut inbuf, &mut ranges, &mut need);
+                let used = process(&mut s, &mut c, &mut input);
+                input.buf.advance(used);
                 s.activity.notify_one();
             }
+            if input.buf.is_empty() && input.buf.capacity() > 0 {
+                input.buf = BytesMut::new();
+            }
+            #[cfg(test)]
+            if c.name.as_deref() == Some(super::fault::PANIC_TASK_NAME) {
+                panic!("injected task fault (test build)");
+            }
             super::tracking::before_sleep(&mut s, &mut c);
-            c.qbuf = inbuf.len();
+            c.qbuf = input.buf.len();
             let idle = if c.blocked.is_none()
                 && c.subscription_count() == 0
                 && c.shard_channels.is_empty()
@@ -82,60 +162,97 @@ where
         if close {
             break;
         }
-        if !blocked && inbuf.len() >= need && need > 0 && !inbuf.is_empty() {
+        if !blocked && input.buf.len() >= input.need && !input.buf.is_empty() {
             // Woken with requests still buffered (e.g. after being unblocked).
             continue;
         }
-        if inbuf.is_empty() && inbuf.capacity() > KEEP_CAPACITY {
-            inbuf = BytesMut::with_capacity(READ_CHUNK);
-        }
-        let want = need
-            .saturating_sub(inbuf.len())
-            .clamp(READ_CHUNK, KEEP_CAPACITY);
-        if inbuf.capacity() - inbuf.len() < want {
-            inbuf.reserve(want);
-        }
-        let sleep_deadline = async {
-            match deadline_ms {
-                Some(at) => {
-                    let ms = (at - crate::clock::real_now_us() / 1000).max(0) as u64;
-                    tokio::time::sleep(Duration::from_millis(ms)).await
-                }
-                None => std::future::pending().await,
-            }
-        };
-        let idle = async {
-            if idle_secs > 0 {
-                tokio::time::sleep(Duration::from_secs(idle_secs)).await
-            } else {
-                std::future::pending().await
-            }
-        };
+        // The timers live on the heap, and only while armed: they would
+        // otherwise take room in every idle connection's task.
+        let mut deadline = deadline_ms.map(|at| {
+            let ms = (at - crate::clock::real_now_us() / 1000).max(0) as u64;
+            Box::pin(tokio::time::sleep(Duration::from_millis(ms)))
+        });
+        let mut idle =
+            (idle_secs > 0).then(|| Box::pin(tokio::time::sleep(Duration::from_secs(idle_secs))));
         tokio::select! {
-            r = stream.read_buf(&mut inbuf) => match r {
-                Ok(0) | Err(_) => break,
-                Ok(n) => {
-                    let mut s = srv.borrow_mut();
-                    s.stats.net_input_bytes += n as u64;
-                    cell.state.borrow_mut().net_in += n as u64;
+            r = stream.readable() => {
+                if r.is_err() {
+                    break;
+                }
+                match read(&stream, &mut input) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        let mut s = srv.borrow_mut();
+                        let mut c = cell.state.borrow_mut();
+                        s.stats.net_input_bytes += n as u64;
+                        c.net_in += n as u64;
+                        if over_query_limit(&s, &c, &input) {
+                            break;
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                    Err(_) => break,
                 }
             },
             _ = cell.wake.notified() => {}
-            _ = sleep_deadline => {
+            _ = armed(&mut deadline) => {
                 let mut s = srv.borrow_mut();
                 let mut c = cell.state.borrow_mut();
                 crate::clock::begin_command();
                 blocking::time_out(&mut s, &mut c);
             }
-            _ = idle => {
+            _ = armed(&mut idle) => {
                 break;
             }
         }
     }
     let _ = stream.shutdown().await;
-    let mut s = srv.borrow_mut();
-    let mut c = cell.state.borrow_mut();
-    super::listener::remove_client(&mut s, &mut c);
+}
+
+/// Waits for a timer that may not be set (then forever).
+async fn armed(timer: &mut Option<Pin<Box<Sleep>>>) {
+    match timer {
+        Some(t) => t.as_mut().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Reads what the socket has: into the shared buffer, keeping a copy of the
+/// bytes only (most reads hold whole requests, run before the next read);
+/// straight into the connection's buffer while a big argument arrives.
+fn read<S: Socket>(stream: &S, input: &mut Input) -> std::io::Result<usize> {
+    let want = input.need.saturating_sub(input.buf.len());
+    if want > READ_CHUNK {
+        input.buf.reserve(want.min(KEEP_CAPACITY));
+        return stream.try_read_buf(&mut input.buf);
+    }
+    let mut scratch = SCRATCH.with(|c| c.take());
+    scratch.resize(READ_CHUNK, 0);
+    let r = stream.try_read(&mut scratch);
+    if let Ok(n) = r {
+        input.buf.extend_from_slice(&scratch[..n]);
+    }
+    SCRATCH.with(|c| c.set(scratch));
+    r
+}
+
+/// Redis's `client-query-buffer-limit` check after a read: input not yet
+/// parsed into arguments (a request still arriving, or everything a blocked
+/// or paused client keeps sending) past the limit closes the client, with a
+/// log line and no reply, as Redis's `readQueryFromClient` does.
+fn over_query_limit(s: &Server, c: &Client, input: &Input) -> bool {
+    let unparsed = &input.buf[input.decoder.parsed_len()..];
+    if (unparsed.len() as u64) <= s.config.client_query_buffer_limit {
+        return false;
+    }
+    let mut head = Vec::new();
+    super::monitor::repr(&mut head, &unparsed[..unparsed.len().min(64)]);
+    crate::log::warning(&format!(
+        "Closing client that reached max query buffer length: {} (qbuf initial bytes: {})",
+        crate::cmd::server::client::describe(c, false, 0),
+        String::from_utf8_lossy(&head)
+    ));
+    true
 }
 
 /// Writes whatever the client has queued, including output other clients
@@ -150,8 +267,8 @@ async fn flush<S: AsyncWrite + Unpin>(
         {
             let mut c = cell.state.borrow_mut();
             if c.reply.buf.is_empty() {
-                if c.reply.buf.capacity() > KEEP_CAPACITY {
-                    c.reply.buf = BytesMut::with_capacity(READ_CHUNK);
+                if c.reply.buf.capacity() > KEEP_OUTPUT {
+                    c.reply.buf = BytesMut::new();
                 }
                 return Ok(());
             }
@@ -184,98 +301,75 @@ async fn flush<S: AsyncWrite + Unpin>(
         }
         let n = outbuf.len() as u64;
         srv.borrow_mut().stats.net_output_bytes += n;
-        cell.state.borrow_mut().net_out += n;
         outbuf.clear();
-        if outbuf.capacity() > KEEP_CAPACITY {
+        let mut c = cell.state.borrow_mut();
+        c.net_out += n;
+        // One buffer per connection: the written one goes back to the
+        // client unless more output arrived during the write.
+        if c.reply.buf.is_empty() {
+            std::mem::swap(&mut c.reply.buf, outbuf);
+        }
+        if outbuf.capacity() > 0 {
             *outbuf = BytesMut::new();
         }
     }
 }
 
-/// Runs every complete request in `inbuf`, stopping early when the client
-/// blocks or must close.
-fn process(
-    srv: &mut Server,
-    c: &mut Client,
-    inbuf: &mut BytesMut,
-    ranges: &mut Vec<(usize, usize)>,
-    need: &mut usize,
-) {
+/// Runs every complete request at the front of `input`, stopping early when
+/// the client blocks or must close. Returns the bytes used.
+fn process(srv: &mut Server, c: &mut Client, input: &mut Input) -> usize {
     // Idle time counts from the last batch of requests read (one clock
     // read per batch, as Redis uses its cached time).
     let mut touched = false;
+    let mut used = 0;
     loop {
+        let rest = &input.buf[used..];
         if c.blocked.is_some()
             || c.postponed
             || c.close_after_reply
-            || inbuf.len() < *need
-            || inbuf.is_empty()
+            || rest.is_empty()
+            || rest.len() < input.need
         {
-            return;
+            return used;
         }
         let limits = Limits {
             max_bulk: srv.config.proto_max_bulk_len,
             authenticated: c.authenticated,
         };
-        match decode::parse(&inbuf[..], ranges, limits) {
-            Parsed::Incomplete { need: n } => {
-                *need = n;
-                return;
+        match input.decoder.parse(rest, limits) {
+            Parsed::Incomplete { need } => {
+                input.need = need;
+                return used;
             }
-            Parsed::Error(msg) => {
-                c.reply.error_line(&format!("ERR Protocol error: {msg}"));
+            Parsed::Error(e) => {
+                c.reply.error_bytes(&e.reply());
                 c.close_after_reply = true;
                 crate::log::verbose(&format!(
-                    "Protocol error ({msg}) from client: id={} addr={}",
-                    c.id, c.addr
+                    "Protocol error ({}) from client: id={} addr={}",
+                    e.reason(),
+                    c.id,
+                    c.addr
                 ));
-                return;
+                return used;
             }
-            Parsed::Command { consumed, inline } => {
-                *need = 1;
+            Parsed::Command { consumed } => {
+                input.need = 1;
+                let (buf, ranges) = input.decoder.request(&rest[..consumed]);
                 if !ranges.is_empty() {
-                    if srv.pause.is_some() {
-                        let postpone = if inline {
-                            let argv = inline_argv(inbuf, ranges);
-                            crate::command::dispatch::must_postpone(srv, c, &argv.args())
-                        } else {
-                            crate::command::dispatch::must_postpone(
-                                srv,
-                                c,
-                                &Args::new(&inbuf[..], ranges),
-                            )
-                        };
-                        if postpone {
-                            c.postponed = true;
-                            return;
-                        }
+                    let args = Args::new(buf, ranges);
+                    if srv.pause.is_some() && dispatch::must_postpone(srv, c, &args) {
+                        // Left in the buffer, parsed again when the pause ends.
+                        c.postponed = true;
+                        return used;
                     }
                     if !touched {
                         c.last_interaction = std::time::Instant::now();
                         touched = true;
                     }
-                    if inline {
-                        let argv = inline_argv(inbuf, ranges);
-                        dispatch(srv, c, &argv.args());
-                    } else {
-                        let args = Args::new(&inbuf[..], ranges);
-                        dispatch(srv, c, &args);
-                    }
+                    super::fault::dispatch_guarded(srv, c, &args);
                 }
-                inbuf.advance(consumed);
+                used += consumed;
             }
         }
     }
-}
-
-/// The words of an inline request, unquoted.
-fn inline_argv(inbuf: &[u8], ranges: &[(usize, usize)]) -> Argv {
-    Argv::from_slices(
-        ranges
-            .iter()
-            .map(|&(s, e)| decode::inline_word(&inbuf[s..e]))
-            .collect::<Vec<_>>()
-            .iter()
-            .map(|v| &v[..]),
-    )
 }

@@ -132,7 +132,7 @@ fn accept_client<S>(
     laddr: String,
     kind: ConnKind,
 ) where
-    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + std::os::fd::AsRawFd + 'static,
+    S: super::conn::Socket + std::os::fd::AsRawFd + 'static,
 {
     let cell = register_client(&mut srv.borrow_mut(), stream.as_raw_fd(), addr, laddr, kind);
     let srv = srv.clone();
@@ -151,7 +151,7 @@ pub fn accept_client_borrowed<S>(
     laddr: String,
     kind: ConnKind,
 ) where
-    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + std::os::fd::AsRawFd + 'static,
+    S: super::conn::Socket + std::os::fd::AsRawFd + 'static,
 {
     let cell = register_client(s, stream.as_raw_fd(), addr, laddr, kind);
     let srv = srv.clone();

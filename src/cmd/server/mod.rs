@@ -1,7 +1,7 @@
 //! Server commands: CONFIG, CLIENT, COMMAND, INFO, SLOWLOG, LATENCY, MEMORY, DEBUG,
 //! TIME, LASTSAVE, ROLE, MONITOR, SHUTDOWN.
 
-mod client;
+pub(crate) mod client;
 mod command;
 mod config;
 mod debug;
