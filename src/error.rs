@@ -162,6 +162,14 @@ impl ProtocolError {
 impl Error {
     /// A command that panicked (a bug) and was stopped (see `server::fault`).
     /// Redis has no such reply: it would have crashed.
+    /// EXEC refused by the gate (Redis's `execCommandAbort`): the reason
+    /// follows, with its code unless it is ERR.
+    pub fn exec_abort(reason: &Error) -> Error {
+        let text = reason.text();
+        let why = text.strip_prefix("ERR ").unwrap_or(&text);
+        Error::Coded(format!("EXECABORT Transaction discarded because of: {why}").into())
+    }
+
     pub fn internal(cmd: &str) -> Error {
         Error::Msg(
             format!(

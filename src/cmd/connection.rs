@@ -88,11 +88,8 @@ fn quit(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
 /// ```
 /// `OK`.
 fn select(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
-    let idx = args.next_i64()?;
-    if idx < 0 || idx >= ctx.srv.ks.dbs.len() as i64 {
-        return Err(Error::DbIndex);
-    }
-    ctx.client.db = idx as usize;
+    let idx = crate::cmd::keyspace::moves::db_index(ctx, args.at(1))?;
+    ctx.client.db = idx;
     ctx.out().ok();
     Ok(())
 }

@@ -37,16 +37,7 @@ pub fn dispatch(srv: &mut Server, client: &mut Client, args: &Args) {
                 after_command(srv, client);
             }
         }
-        Err((cmd, e)) => {
-            if let Some(m) = client.multi.as_mut() {
-                m.aborted = true;
-            }
-            if let Some(cmd) = cmd {
-                srv.stats.cmd(cmd.id).rejected += 1;
-            }
-            srv.stats.error(e.code());
-            client.reply.error_line(&e.text());
-        }
+        Err((cmd, e)) => reject(srv, client, cmd, e),
     }
     let drop_reply = match mode_before {
         ReplyMode::Off => client.reply_mode == ReplyMode::Off,
@@ -57,6 +48,29 @@ pub fn dispatch(srv: &mut Server, client: &mut Client, args: &Args) {
         crate::server::pubsub::drop_reply_keep_pushes(client, start_len);
     }
     crate::server::tracking::after_dispatch(client, args);
+}
+
+/// Answers a request the gate refused (Redis's `rejectCommand`): a
+/// transaction in progress is flagged; a refused EXEC discards it and
+/// answers EXECABORT with the reason.
+pub fn reject(srv: &mut Server, client: &mut Client, cmd: Option<CmdRef>, e: Error) {
+    if let Some(m) = client.multi.as_mut() {
+        m.aborted = true;
+    }
+    let e = match cmd {
+        Some(cmd) => {
+            srv.stats.cmd(cmd.id).rejected += 1;
+            if cmd.spec.name == "exec" {
+                crate::cmd::txn::discard_transaction(srv, client);
+                Error::exec_abort(&e)
+            } else {
+                e
+            }
+        }
+        None => e,
+    };
+    srv.stats.error(e.code());
+    client.reply.error_line(&e.text());
 }
 
 /// True when CLIENT PAUSE holds this request back: every command under
@@ -115,6 +129,12 @@ pub fn check(
     if !spec.arity_ok(args.len()) {
         return Err((Some(cmd), Error::Arity(spec.full_name().into())));
     }
+    if spec.has(flags::PROTECTED) && !crate::cmd::server::debug::debug_allowed(srv, client) {
+        return Err((
+            Some(cmd),
+            Error::msg(crate::cmd::server::debug::DEBUG_REFUSED),
+        ));
+    }
     if !client.authenticated && !spec.has(flags::NO_AUTH) {
         return Err((Some(cmd), Error::NoAuth));
     }
@@ -149,7 +169,6 @@ pub fn check(
             ),
         ));
     }
-    let _ = srv;
     Ok(cmd)
 }
 

@@ -33,6 +33,9 @@ pub mod flags {
     pub const SENTINEL: u32 = 1 << 17;
     pub const ONLY_SENTINEL: u32 = 1 << 18;
     pub const NO_ASYNC_LOADING: u32 = 1 << 19;
+    /// Refused unless its `enable-*-command` option allows it, before AUTH is
+    /// checked (Redis's CMD_PROTECTED; not shown by COMMAND INFO).
+    pub const PROTECTED: u32 = 1 << 20;
 
     /// Flag names in Redis's `COMMAND INFO` order.
     pub const NAMES: &[(u32, &str)] = &[

@@ -23,6 +23,7 @@ use super::{run_ctx, RunCtx};
 use crate::command::args::Args;
 use crate::command::dispatch;
 use crate::command::spec::flags;
+use crate::error::Error;
 use crate::resp::decode::{Decoder, Limits, Parsed};
 use crate::server::client::{Client, ConnKind, Queued};
 use crate::server::listener::accept_client_borrowed;
@@ -229,26 +230,19 @@ fn answer(srv: &mut Server, c: &mut Client, is_function: bool) {
 /// command is flagged allow-busy.
 fn run_one(srv: &mut Server, c: &mut Client, args: &Args, is_function: bool) {
     match dispatch::check(srv, c, args) {
-        Err((_, e)) => {
-            if let Some(m) = c.multi.as_mut() {
-                m.aborted = true;
-            }
-            c.reply.error_line(&e.text());
-        }
+        Err((cmd, e)) => dispatch::reject(srv, c, cmd, e),
         // SHUTDOWN is allowed while busy only with NOSAVE (Redis's shutdownCommand).
         Ok(cmd)
             if !cmd.spec.has(flags::ALLOW_BUSY)
                 || (cmd.spec.name == "shutdown"
                     && !args.from(1).any(|a| a.eq_ignore_ascii_case(b"nosave"))) =>
         {
-            if let Some(m) = c.multi.as_mut() {
-                m.aborted = true;
-            }
-            c.reply.error_line(if is_function {
+            let busy = if is_function {
                 BUSY_FUNCTION
             } else {
                 BUSY_EVAL
-            });
+            };
+            dispatch::reject(srv, c, Some(cmd), Error::coded(busy));
         }
         Ok(cmd) => {
             let control = matches!(

@@ -186,7 +186,7 @@ pub async fn serve<S: Socket>(srv: Rc<RefCell<Server>>, cell: Rc<ClientCell>, mu
                         let mut c = cell.state.borrow_mut();
                         s.stats.net_input_bytes += n as u64;
                         c.net_in += n as u64;
-                        if over_query_limit(&s, &c, &input) {
+                        if over_query_limit(&s, &mut c, &input) {
                             break;
                         }
                     }
@@ -240,11 +240,12 @@ fn read<S: Socket>(stream: &S, input: &mut Input) -> std::io::Result<usize> {
 /// parsed into arguments (a request still arriving, or everything a blocked
 /// or paused client keeps sending) past the limit closes the client, with a
 /// log line and no reply, as Redis's `readQueryFromClient` does.
-fn over_query_limit(s: &Server, c: &Client, input: &Input) -> bool {
+fn over_query_limit(s: &Server, c: &mut Client, input: &Input) -> bool {
     let unparsed = &input.buf[input.decoder.parsed_len()..];
     if (unparsed.len() as u64) <= s.config.client_query_buffer_limit {
         return false;
     }
+    c.qbuf = unparsed.len();
     let mut head = Vec::new();
     super::monitor::repr(&mut head, &unparsed[..unparsed.len().min(64)]);
     crate::log::warning(&format!(

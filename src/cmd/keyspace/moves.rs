@@ -23,8 +23,8 @@ fn parse_int(arg: &[u8], msg: Option<&'static str>) -> Result<i32, Error> {
     })
 }
 
-/// A database index for MOVE and COPY ... DB (`selectDb` rules).
-fn db_index(ctx: &Ctx, arg: &[u8]) -> Result<usize, Error> {
+/// A database index for SELECT, MOVE and COPY ... DB (`selectDb` rules).
+pub(crate) fn db_index(ctx: &Ctx, arg: &[u8]) -> Result<usize, Error> {
     let id = parse_int(arg, None)?;
     if id < 0 || id as usize >= ctx.srv.ks.dbs.len() {
         return Err(Error::DbIndex);
