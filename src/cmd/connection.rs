@@ -125,7 +125,7 @@ fn auth(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     };
     if check_credentials(ctx, user, pass) {
         ctx.client.authenticated = true;
-        ctx.client.user = String::from_utf8_lossy(user).into_owned();
+        ctx.client.user = String::from_utf8_lossy(user).into_owned().into();
         ctx.out().ok();
         Ok(())
     } else {
@@ -177,7 +177,7 @@ fn hello(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             return Err(Error::WrongPass);
         }
         ctx.client.authenticated = true;
-        ctx.client.user = String::from_utf8_lossy(u).into_owned();
+        ctx.client.user = String::from_utf8_lossy(u).into_owned().into();
     }
     if !ctx.client.authenticated {
         return Err(Error::coded("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"));

@@ -125,7 +125,7 @@ fn accept_new(srv: &mut Server) {
                         srv,
                         t,
                         format!("{path}:0"),
-                        path.clone(),
+                        path.clone().into(),
                         ConnKind::Unix,
                     );
                 }
@@ -136,7 +136,14 @@ fn accept_new(srv: &mut Server) {
                 let _ = st.set_nodelay(true);
                 let laddr = st.local_addr().map(|a| a.to_string()).unwrap_or_default();
                 if let Ok(t) = tokio::net::TcpStream::from_std(st) {
-                    accept_client_borrowed(&rc, srv, t, peer.to_string(), laddr, ConnKind::Tcp);
+                    accept_client_borrowed(
+                        &rc,
+                        srv,
+                        t,
+                        peer.to_string(),
+                        laddr.into(),
+                        ConnKind::Tcp,
+                    );
                 }
             }
         }

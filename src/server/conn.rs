@@ -1,9 +1,9 @@
 //! One connection: read what is available, run every complete request, write the replies in one burst with the round's others.
 
 use std::cell::{Cell, RefCell};
-use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::{Buf, BytesMut};
@@ -31,7 +31,9 @@ const BURST_MAX: usize = 16 * 1024;
 /// connection holds no input buffer, its bytes are read into one shared by
 /// every connection on the thread and only what is left unparsed is kept.
 pub trait Socket: AsyncWrite + Unpin {
-    fn readable(&self) -> impl Future<Output = std::io::Result<()>>;
+    /// As tokio's `poll_read_ready`: the wait keeps no state of its own in
+    /// the task (tokio's `readable()` future is 152 bytes).
+    fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<std::io::Result<()>>;
     fn try_read(&self, buf: &mut [u8]) -> std::io::Result<usize>;
     fn try_read_buf(&self, buf: &mut BytesMut) -> std::io::Result<usize>;
 }
@@ -39,8 +41,8 @@ pub trait Socket: AsyncWrite + Unpin {
 macro_rules! socket {
     ($t:ty) => {
         impl Socket for $t {
-            fn readable(&self) -> impl Future<Output = std::io::Result<()>> {
-                <$t>::readable(self)
+            fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+                <$t>::poll_read_ready(self, cx)
             }
             fn try_read(&self, buf: &mut [u8]) -> std::io::Result<usize> {
                 <$t>::try_read(self, buf)
@@ -84,129 +86,138 @@ struct Input {
     /// Bytes read and not yet run: a request still arriving, or requests
     /// held back (blocked, paused). Empty, with no allocation, when idle.
     buf: BytesMut,
-    decoder: Decoder,
+    /// Allocated on the first request (the task's state is paid by every
+    /// idle connection, a connection that never sends pays nothing).
+    decoder: Option<Box<Decoder>>,
     /// Do not parse again before `buf` holds this many bytes.
     need: usize,
 }
 
 /// Serves one client until it quits, is killed, or the socket closes.
-pub async fn serve<S: Socket>(srv: Rc<RefCell<Server>>, cell: Rc<ClientCell>, mut stream: S) {
-    let _registered = Registered {
-        srv: srv.clone(),
-        cell: cell.clone(),
-    };
-    let mut input = Input {
-        buf: BytesMut::new(),
-        decoder: Decoder::default(),
-        need: 1,
-    };
-    let mut outbuf = BytesMut::new();
-    loop {
-        let (close, deadline_ms, idle_secs, blocked) = {
-            let mut s = srv.borrow_mut();
-            let mut c = cell.state.borrow_mut();
-            c.unblocked = false;
-            c.postponed = false;
-            if !c.pending_input.is_empty() {
-                // Input the busy-script poller read off the socket (see script::busy).
-                input.buf.extend_from_slice(&c.pending_input);
-                c.pending_input = Vec::new();
-            }
-            if !cell.kill.get() {
-                let used = process(&mut s, &mut c, &mut input);
-                input.buf.advance(used);
-                s.activity.notify_one();
-            }
-            if input.buf.is_empty() && input.buf.capacity() > 0 {
-                input.buf = BytesMut::new();
-            }
-            #[cfg(test)]
-            if c.name.as_deref() == Some(super::fault::PANIC_TASK_NAME) {
-                panic!("injected task fault (test build)");
-            }
-            super::tracking::before_sleep(&mut s, &mut c);
-            c.qbuf = input.buf.len();
-            let idle = if c.blocked.is_none()
-                && c.subscription_count() == 0
-                && c.shard_channels.is_empty()
-            {
-                s.config.timeout_secs
-            } else {
-                0
-            };
-            // A request held back by CLIENT PAUSE waits like a blocked one,
-            // until the pause ends (or CLIENT UNPAUSE wakes the task).
-            let pause_end = s.pause.filter(|_| c.postponed).map(|p| p.until_ms);
-            (
-                c.close_after_reply || cell.kill.get(),
-                c.blocked.as_ref().and_then(|b| b.deadline_ms).or(pause_end),
-                idle,
-                c.blocked.is_some() || c.postponed,
-            )
+///
+/// Not an `async fn`: one would keep a second copy of its arguments in the
+/// task's state, which every idle connection pays for (the guard holds the
+/// only references, and there is no output buffer between writes).
+pub fn serve<S: Socket>(
+    srv: Rc<RefCell<Server>>,
+    cell: Rc<ClientCell>,
+    mut stream: S,
+) -> impl std::future::Future<Output = ()> {
+    let registered = Registered { srv, cell };
+    async move {
+        let (srv, cell) = (&registered.srv, &registered.cell);
+        let mut input = Input {
+            buf: BytesMut::new(),
+            decoder: None,
+            need: 1,
         };
-        let pending = cell.state.borrow().reply.buf.len();
-        if pending > 0 && pending < BURST_MAX {
-            // Let every other connection that is ready run its requests
-            // first, so replies go out in one burst after the whole round,
-            // as Redis writes in beforeSleep. A reply sent between two
-            // clients' processing wakes a client that has just gone back to
-            // sleep; in a burst, the first send wakes it and the rest find it
-            // awake (P16 EVALSHA: +30%, half the kernel time per send).
-            // Big replies go at once: held back, a round's worth of them
-            // leaves the cache before it is copied out (P16 ZRANGE 0 99 lost 10%).
-            tokio::task::yield_now().await;
-        }
-        if flush(&srv, &cell, &mut stream, &mut outbuf).await.is_err() {
-            break;
-        }
-        if close {
-            break;
-        }
-        if !blocked && input.buf.len() >= input.need && !input.buf.is_empty() {
-            // Woken with requests still buffered (e.g. after being unblocked).
-            continue;
-        }
-        // The timers live on the heap, and only while armed: they would
-        // otherwise take room in every idle connection's task.
-        let mut deadline = deadline_ms.map(|at| {
-            let ms = (at - crate::clock::real_now_us() / 1000).max(0) as u64;
-            Box::pin(tokio::time::sleep(Duration::from_millis(ms)))
-        });
-        let mut idle =
-            (idle_secs > 0).then(|| Box::pin(tokio::time::sleep(Duration::from_secs(idle_secs))));
-        tokio::select! {
-            r = stream.readable() => {
-                if r.is_err() {
-                    break;
-                }
-                match read(&stream, &mut input) {
-                    Ok(0) => break,
-                    Ok(n) => {
-                        let mut s = srv.borrow_mut();
-                        let mut c = cell.state.borrow_mut();
-                        s.stats.net_input_bytes += n as u64;
-                        c.net_in += n as u64;
-                        if over_query_limit(&s, &mut c, &input) {
-                            break;
-                        }
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                    Err(_) => break,
-                }
-            },
-            _ = cell.wake.notified() => {}
-            _ = armed(&mut deadline) => {
+        loop {
+            let (close, deadline_ms, idle_secs, blocked) = {
                 let mut s = srv.borrow_mut();
                 let mut c = cell.state.borrow_mut();
-                crate::clock::begin_command();
-                blocking::time_out(&mut s, &mut c);
+                c.unblocked = false;
+                c.postponed = false;
+                if !c.pending_input.is_empty() {
+                    // Input the busy-script poller read off the socket (see script::busy).
+                    input.buf.extend_from_slice(&c.pending_input);
+                    c.pending_input = Vec::new();
+                }
+                if !cell.kill.get() {
+                    let used = process(&mut s, &mut c, &mut input);
+                    input.buf.advance(used);
+                    s.activity.notify_one();
+                }
+                if input.buf.is_empty() && input.buf.capacity() > 0 {
+                    input.buf = BytesMut::new();
+                }
+                #[cfg(test)]
+                if c.name.as_deref() == Some(super::fault::PANIC_TASK_NAME) {
+                    panic!("injected task fault (test build)");
+                }
+                super::tracking::before_sleep(&mut s, &mut c);
+                c.qbuf = input.buf.len();
+                let idle = if c.blocked.is_none()
+                    && c.subscription_count() == 0
+                    && c.shard_channels.is_empty()
+                {
+                    s.config.timeout_secs
+                } else {
+                    0
+                };
+                // A request held back by CLIENT PAUSE waits like a blocked one,
+                // until the pause ends (or CLIENT UNPAUSE wakes the task).
+                let pause_end = s.pause.filter(|_| c.postponed).map(|p| p.until_ms);
+                (
+                    c.close_after_reply || cell.kill.get(),
+                    c.blocked.as_ref().and_then(|b| b.deadline_ms).or(pause_end),
+                    idle,
+                    c.blocked.is_some() || c.postponed,
+                )
+            };
+            let pending = cell.state.borrow().reply.buf.len();
+            if pending > 0 && pending < BURST_MAX {
+                // Let every other connection that is ready run its requests
+                // first, so replies go out in one burst after the whole round,
+                // as Redis writes in beforeSleep. A reply sent between two
+                // clients' processing wakes a client that has just gone back to
+                // sleep; in a burst, the first send wakes it and the rest find it
+                // awake (P16 EVALSHA: +30%, half the kernel time per send).
+                // Big replies go at once: held back, a round's worth of them
+                // leaves the cache before it is copied out (P16 ZRANGE 0 99 lost 10%).
+                tokio::task::yield_now().await;
             }
-            _ = armed(&mut idle) => {
+            if flush(srv, cell, &mut stream).await.is_err() {
                 break;
             }
+            if close {
+                break;
+            }
+            if !blocked && input.buf.len() >= input.need && !input.buf.is_empty() {
+                // Woken with requests still buffered (e.g. after being unblocked).
+                continue;
+            }
+            // The timers live on the heap, and only while armed: they would
+            // otherwise take room in every idle connection's task.
+            let mut deadline = deadline_ms.map(|at| {
+                let ms = (at - crate::clock::real_now_us() / 1000).max(0) as u64;
+                Box::pin(tokio::time::sleep(Duration::from_millis(ms)))
+            });
+            let mut idle = (idle_secs > 0)
+                .then(|| Box::pin(tokio::time::sleep(Duration::from_secs(idle_secs))));
+            tokio::select! {
+                r = std::future::poll_fn(|cx| stream.poll_read_ready(cx)) => {
+                    if r.is_err() {
+                        break;
+                    }
+                    match read(&stream, &mut input) {
+                        Ok(0) => break,
+                        Ok(n) => {
+                            let mut s = srv.borrow_mut();
+                            let mut c = cell.state.borrow_mut();
+                            s.stats.net_input_bytes += n as u64;
+                            c.net_in += n as u64;
+                            if over_query_limit(&s, &mut c, &input) {
+                                break;
+                            }
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                        Err(_) => break,
+                    }
+                },
+                _ = cell.wake.notified() => {}
+                _ = armed(&mut deadline) => {
+                    let mut s = srv.borrow_mut();
+                    let mut c = cell.state.borrow_mut();
+                    crate::clock::begin_command();
+                    blocking::time_out(&mut s, &mut c);
+                }
+                _ = armed(&mut idle) => {
+                    break;
+                }
+            }
         }
+        let _ = stream.shutdown().await;
     }
-    let _ = stream.shutdown().await;
 }
 
 /// Waits for a timer that may not be set (then forever).
@@ -241,7 +252,8 @@ fn read<S: Socket>(stream: &S, input: &mut Input) -> std::io::Result<usize> {
 /// or paused client keeps sending) past the limit closes the client, with a
 /// log line and no reply, as Redis's `readQueryFromClient` does.
 fn over_query_limit(s: &Server, c: &mut Client, input: &Input) -> bool {
-    let unparsed = &input.buf[input.decoder.parsed_len()..];
+    let parsed = input.decoder.as_ref().map_or(0, |d| d.parsed_len());
+    let unparsed = &input.buf[parsed..];
     if (unparsed.len() as u64) <= s.config.client_query_buffer_limit {
         return false;
     }
@@ -257,61 +269,63 @@ fn over_query_limit(s: &Server, c: &mut Client, input: &Input) -> bool {
 }
 
 /// Writes whatever the client has queued, including output other clients
-/// added while an earlier write was in flight.
-async fn flush<S: AsyncWrite + Unpin>(
-    srv: &Rc<RefCell<Server>>,
-    cell: &Rc<ClientCell>,
-    stream: &mut S,
-    outbuf: &mut BytesMut,
-) -> std::io::Result<()> {
-    loop {
-        {
-            let mut c = cell.state.borrow_mut();
-            if c.reply.buf.is_empty() {
-                if c.reply.buf.capacity() > KEEP_OUTPUT {
-                    c.reply.buf = BytesMut::new();
-                }
-                return Ok(());
-            }
-            std::mem::swap(&mut c.reply.buf, outbuf);
-        }
-        // Write without holding up a kill (a slow reader over its output
-        // limit): `write` is cancel-safe, so a wake-up loses no progress.
-        let mut written = 0;
-        let mut rearm = false;
-        while written < outbuf.len() {
-            tokio::select! {
-                // The write first: when it completes at once (the common
-                // case) the wake-up future is never registered.
-                biased;
-                r = stream.write(&outbuf[written..]) => match r? {
-                    0 => return Err(std::io::ErrorKind::WriteZero.into()),
-                    n => written += n,
-                },
-                _ = cell.wake.notified() => {
-                    if cell.kill.get() {
-                        return Err(std::io::Error::other("client killed"));
+/// added while an earlier write was in flight. (Not an `async fn`, which
+/// would keep its arguments twice in the connection task's state.)
+#[allow(clippy::manual_async_fn)]
+fn flush<'a, S: AsyncWrite + Unpin>(
+    srv: &'a Rc<RefCell<Server>>,
+    cell: &'a Rc<ClientCell>,
+    stream: &'a mut S,
+) -> impl std::future::Future<Output = std::io::Result<()>> + 'a {
+    async move {
+        // What is being written; the client's buffer takes new output meanwhile.
+        let outbuf = &mut BytesMut::new();
+        loop {
+            {
+                let mut c = cell.state.borrow_mut();
+                if c.reply.buf.is_empty() {
+                    if c.reply.buf.capacity() > KEEP_OUTPUT {
+                        c.reply.buf = BytesMut::new();
                     }
-                    rearm = true;
+                    return Ok(());
+                }
+                std::mem::swap(&mut c.reply.buf, outbuf);
+            }
+            // Write without holding up a kill (a slow reader over its output
+            // limit): `write` is cancel-safe, so a wake-up loses no progress.
+            let mut written = 0;
+            let mut rearm = false;
+            while written < outbuf.len() {
+                tokio::select! {
+                    // The write first: when it completes at once (the common
+                    // case) the wake-up future is never registered.
+                    biased;
+                    r = stream.write(&outbuf[written..]) => match r? {
+                        0 => return Err(std::io::ErrorKind::WriteZero.into()),
+                        n => written += n,
+                    },
+                    _ = cell.wake.notified() => {
+                        if cell.kill.get() {
+                            return Err(std::io::Error::other("client killed"));
+                        }
+                        rearm = true;
+                    }
                 }
             }
-        }
-        if rearm {
-            // Hand the wake-up on to the main loop (unblocked, more output).
-            cell.wake.notify_one();
-        }
-        let n = outbuf.len() as u64;
-        srv.borrow_mut().stats.net_output_bytes += n;
-        outbuf.clear();
-        let mut c = cell.state.borrow_mut();
-        c.net_out += n;
-        // One buffer per connection: the written one goes back to the
-        // client unless more output arrived during the write.
-        if c.reply.buf.is_empty() {
-            std::mem::swap(&mut c.reply.buf, outbuf);
-        }
-        if outbuf.capacity() > 0 {
-            *outbuf = BytesMut::new();
+            if rearm {
+                // Hand the wake-up on to the main loop (unblocked, more output).
+                cell.wake.notify_one();
+            }
+            let n = outbuf.len() as u64;
+            srv.borrow_mut().stats.net_output_bytes += n;
+            outbuf.clear();
+            let mut c = cell.state.borrow_mut();
+            c.net_out += n;
+            // One buffer per connection: the written one goes back to the
+            // client unless more output arrived during the write.
+            if c.reply.buf.is_empty() {
+                std::mem::swap(&mut c.reply.buf, outbuf);
+            }
         }
     }
 }
@@ -337,7 +351,8 @@ fn process(srv: &mut Server, c: &mut Client, input: &mut Input) -> usize {
             max_bulk: srv.config.proto_max_bulk_len,
             authenticated: c.authenticated,
         };
-        match input.decoder.parse(rest, limits) {
+        let decoder = input.decoder.get_or_insert_with(Default::default);
+        match decoder.parse(rest, limits) {
             Parsed::Incomplete { need } => {
                 input.need = need;
                 return used;
@@ -355,7 +370,7 @@ fn process(srv: &mut Server, c: &mut Client, input: &mut Input) -> usize {
             }
             Parsed::Command { consumed } => {
                 input.need = 1;
-                let (buf, ranges) = input.decoder.request(&rest[..consumed]);
+                let (buf, ranges) = decoder.request(&rest[..consumed]);
                 if !ranges.is_empty() {
                     let args = Args::new(buf, ranges);
                     if srv.pause.is_some() && dispatch::must_postpone(srv, c, &args) {

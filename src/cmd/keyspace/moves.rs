@@ -207,7 +207,7 @@ pub fn flushdb(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     flush_mode(args)?;
     let n = ctx.db().clear();
     ctx.srv.ks.dirty += n as u64;
-    release_free_memory();
+    crate::server::cron::release_free_memory();
     ctx.out().ok();
     Ok(())
 }
@@ -223,24 +223,7 @@ pub fn flushall(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         n += db.clear();
     }
     ctx.srv.ks.dirty += n as u64 + 1;
-    release_free_memory();
+    crate::server::cron::release_free_memory();
     ctx.out().ok();
     Ok(())
-}
-
-/// Hands the pages a flush freed back to the OS. glibc's allocator keeps
-/// them otherwise, so resident memory would stay at its peak after FLUSHALL
-/// (Redis's jemalloc returns them on its own).
-fn release_free_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        extern "C" {
-            fn malloc_trim(pad: usize) -> i32;
-        }
-        // SAFETY: malloc_trim only returns free heap memory to the kernel;
-        // it touches no live allocation.
-        unsafe {
-            malloc_trim(0);
-        }
-    }
 }
