@@ -20,25 +20,11 @@ Figures are RSS (VmRSS of the server process) in MB and bytes per connection.
 
 import argparse
 import os
-import resource
 import socket
 import subprocess
 import time
 
-
-def raise_nofile(want):
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    new = min(hard, max(soft, want)) if hard != resource.RLIM_INFINITY else max(soft, want)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (new, hard))
-    return new
-
-
-def rss_kb(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
+from netutil import raise_nofile, rss_kb
 
 
 def cmd(s, line):

@@ -27,34 +27,12 @@ Run it against redis-server for comparison with --server /usr/bin/redis-server.
 
 import argparse
 import os
-import resource
 import socket
 import subprocess
 import sys
 import time
 
-
-def raise_nofile(want):
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    new = min(hard, max(soft, want)) if hard != resource.RLIM_INFINITY else max(soft, want)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (new, hard))
-    return new
-
-
-def rss_mb(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
-
-
-def enc(*args):
-    out = b"*%d\r\n" % len(args)
-    for a in args:
-        a = a if isinstance(a, bytes) else str(a).encode()
-        out += b"$%d\r\n%s\r\n" % (len(a), a)
-    return out
+from netutil import enc, raise_nofile, rss_kb
 
 
 def parse(buf, i=0):
@@ -108,6 +86,10 @@ class Ctl:
             if line.startswith(field + ":"):
                 return line.split(":", 1)[1]
         return "?"
+
+
+def rss_mb(pid):
+    return rss_kb(pid) / 1024
 
 
 def connect(port):

@@ -43,63 +43,54 @@ fn split_c(line: &[u8], out: &mut Vec<u8>, ranges: &mut Vec<(usize, usize)>) -> 
             return true;
         }
         let start = out.len();
-        let (mut inq, mut insq) = (false, false);
+        // The quote open in this word, if any.
+        let mut quote: Option<u8> = None;
         loop {
-            let c = at(p);
-            if inq {
-                match (c, at(p + 1)) {
-                    (b'\\', b'x') if hex(at(p + 2)).is_some() && hex(at(p + 3)).is_some() => {
-                        out.push(hex(at(p + 2)).unwrap_or(0) * 16 + hex(at(p + 3)).unwrap_or(0));
-                        p += 3;
+            let (c, next) = (at(p), at(p + 1));
+            match quote {
+                Some(q) if c == q => {
+                    // A closing quote must be followed by a blank or the end.
+                    if next != 0 && !is_space(next) {
+                        return false;
                     }
-                    (b'\\', next) if next != 0 => {
-                        p += 1;
-                        out.push(match next {
-                            b'n' => b'\n',
-                            b'r' => b'\r',
-                            b't' => b'\t',
-                            b'b' => 8,
-                            b'a' => 7,
-                            other => other,
-                        });
-                    }
-                    (b'"', next) => {
-                        if next != 0 && !is_space(next) {
-                            return false;
-                        }
-                        p += 1;
-                        break;
-                    }
-                    (0, _) => return false,
-                    _ => out.push(c),
+                    p += 1;
+                    break;
                 }
-            } else if insq {
-                match (c, at(p + 1)) {
-                    (b'\\', b'\'') => {
-                        p += 1;
-                        out.push(b'\'');
-                    }
-                    (b'\'', next) => {
-                        if next != 0 && !is_space(next) {
-                            return false;
-                        }
-                        p += 1;
-                        break;
-                    }
-                    (0, _) => return false,
-                    _ => out.push(c),
+                Some(_) if c == 0 => return false,
+                Some(b'"')
+                    if c == b'\\'
+                        && next == b'x'
+                        && hex(at(p + 2)).is_some()
+                        && hex(at(p + 3)).is_some() =>
+                {
+                    out.push(hex(at(p + 2)).unwrap_or(0) * 16 + hex(at(p + 3)).unwrap_or(0));
+                    p += 3;
                 }
-            } else {
-                match c {
+                Some(b'"') if c == b'\\' && next != 0 => {
+                    p += 1;
+                    out.push(match next {
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        b'b' => 8,
+                        b'a' => 7,
+                        other => other,
+                    });
+                }
+                Some(_) if c == b'\\' && next == b'\'' => {
+                    p += 1;
+                    out.push(b'\'');
+                }
+                Some(_) => out.push(c),
+                None => match c {
                     0 => break,
                     b' ' | b'\n' | b'\r' | b'\t' => {
                         p += 1;
                         break;
                     }
-                    b'"' => inq = true,
-                    b'\'' => insq = true,
+                    b'"' | b'\'' => quote = Some(c),
                     _ => out.push(c),
-                }
+                },
             }
             p += 1;
         }
