@@ -17,6 +17,8 @@ Examples:
 Workloads for --raw are redis-benchmark custom commands (`__rand_int__` works with -r).
 `{sha:NAME}` in a --raw command is replaced by the SHA of lua/fixtures/NAME.lua, loaded
 into both servers with SCRIPT LOAD first. --setup "CMD ..." runs a command on both first.
+--baseline-bin PATH adds a third server (an earlier oxidis-server build) to every round and
+prints the new build's ratio to it too: a before/after comparison in the same run.
 """
 import argparse
 import os
@@ -184,6 +186,7 @@ def main():
     ap.add_argument("--mem", action="append", default=[], choices=sorted(FILLS), help="memory comparison")
     ap.add_argument("--startup", action="store_true", help="measure start-up time")
     ap.add_argument("--no-build", action="store_true")
+    ap.add_argument("--baseline-bin", default=None, help="an earlier oxidis-server to compare with")
     a = ap.parse_args()
 
     if not shutil.which("redis-benchmark"):
@@ -203,11 +206,15 @@ def main():
     rp, op = free_port(), free_port()
     redis = Server("redis", [redis_bin, "--port", str(rp)] + common, rp, tmp)
     oxidis = Server("oxidis", [oxidis_bin, "--port", str(op)] + common, op, tmp)
+    servers = [redis, oxidis]
+    if a.baseline_bin:
+        bp = free_port()
+        servers.append(Server("before", [a.baseline_bin, "--port", str(bp)] + common, bp, tmp))
     try:
         if a.mem:
             memory(a.mem, redis, oxidis)
             return
-        for s in (redis, oxidis):
+        for s in servers:
             for cmd in a.setup:
                 command(s.port, *cmd.split())
         shas = {}
@@ -216,7 +223,7 @@ def main():
                 if part.startswith("{sha:"):
                     name = part[5:-1]
                     src = open(os.path.join(ROOT, "lua", "fixtures", name + ".lua")).read()
-                    for s in (redis, oxidis):
+                    for s in servers:
                         r = command(s.port, "SCRIPT", "LOAD", src)
                         shas[part] = r.split(b"\r\n")[1].decode()
         workloads = []
@@ -235,11 +242,12 @@ def main():
                 workloads.append(("P%s 1KiB" % p, ["-n", str(a.requests), "-c", str(a.clients), "-P", p,
                                                   "-d", "1024", "-t", "set,get"]))
         print("%-34s %14s %14s %7s %9s %9s" % ("workload", "redis rps", "oxidis rps", "ratio",
-                                               "redis p99", "oxi p99"))
+                                               "redis p99", "oxi p99")
+              + ("   %12s %7s" % ("before rps", "vs before") if a.baseline_bin else ""))
         for label, args in workloads:
-            results = {"redis": {}, "oxidis": {}}
+            results = {s.name: {} for s in servers}
             for _ in range(a.rounds):
-                for s in (redis, oxidis):
+                for s in servers:
                     for test, rps, p99 in bench_once(s.port, args):
                         results[s.name].setdefault(test, []).append((rps, p99))
             for test in results["redis"]:
@@ -248,12 +256,16 @@ def main():
                 rr, orr = statistics.median(x[0] for x in r), statistics.median(x[0] for x in o)
                 rp99, op99 = statistics.median(x[1] for x in r), statistics.median(x[1] for x in o)
                 name = (label + " " + test)[:34]
-                print("%-34s %14.0f %14.0f %6.2fx %8.3fms %8.3fms" % (name, rr, orr, orr / rr if rr else 0,
-                                                                     rp99, op99))
+                line = "%-34s %14.0f %14.0f %6.2fx %8.3fms %8.3fms" % (name, rr, orr, orr / rr if rr else 0,
+                                                                      rp99, op99)
+                if a.baseline_bin:
+                    br = statistics.median(x[0] for x in results["before"].get(test, [(0, 0)]))
+                    line += "   %12.0f %6.2fx" % (br, orr / br if br else 0)
+                print(line)
                 sys.stdout.flush()
     finally:
-        redis.stop()
-        oxidis.stop()
+        for s in servers:
+            s.stop()
         shutil.rmtree(tmp, ignore_errors=True)
 
 

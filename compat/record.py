@@ -238,6 +238,55 @@ def start_redis(redis, extra):
     raise RuntimeError("redis-server did not start: " + " ".join(cmd))
 
 
+def redis_version(port):
+    """The server's redis_version (INFO server)."""
+    probe = Conn(port, 2)
+    probe.send([b"INFO", b"server"])
+    version = "?"
+    for l in probe.read_frames()[0].split(b"\r\n"):
+        if l.startswith(b"redis_version:"):
+            version = l.split(b":")[1].decode()
+    probe.sock.close()
+    return version
+
+
+def stop_redis(proc, tmp):
+    proc.kill()
+    proc.wait()
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def record_all(subdir, run_case):
+    """Records the files named on the command line, or every case under subdir."""
+    redis = find_redis()
+    files = sys.argv[1:] or sorted(glob.glob(os.path.join(HERE, subdir, "**", "*.case"), recursive=True))
+    for path in files:
+        n = run_case(redis, path)
+        print("recorded %s (%d steps)" % (os.path.relpath(path), n))
+
+
+def run_steps(port, proto, steps, path):
+    """Runs a case's steps; yields each command step with its reply frames
+    (None for `~noreply`). Clients connect on first use."""
+    conns = {}
+    for st in steps:
+        if "sleep" in st:
+            time.sleep(st["sleep"] / 1000)
+            continue
+        c = conns.get(st["client"])
+        if c is None:
+            c = conns[st["client"]] = Conn(port, proto)
+        if st["argv"]:
+            c.send(st["argv"])
+        if "noreply" in st["mods"]:
+            yield st, None
+            continue
+        frames = c.read_frames()
+        if not frames:
+            raise RuntimeError("%s:%d: no reply to %s" % (path, st["line"], st["text"]))
+        yield st, frames
+
+
 def run_case(redis, path):
     args, protocols, steps = parse_case(path)
     lines = []
@@ -248,36 +297,15 @@ def run_case(redis, path):
             continue
         proc, port, tmp = start_redis(redis, args)
         try:
-            if version is None:
-                probe = Conn(port, 2)
-                if "--requirepass" not in args:
-                    probe.send([b"INFO", b"server"])
-                    info = probe.read_frames()[0]
-                    for l in info.split(b"\r\n"):
-                        if l.startswith(b"redis_version:"):
-                            version = l.split(b":")[1].decode()
-                probe.sock.close()
-            conns = {}
-            for st in steps:
-                if "sleep" in st:
-                    time.sleep(st["sleep"] / 1000)
-                    continue
-                c = conns.get(st["client"])
-                if c is None:
-                    c = conns[st["client"]] = Conn(port, proto)
-                if st["argv"]:
-                    c.send(st["argv"])
-                if "noreply" in st["mods"]:
+            if version is None and "--requirepass" not in args:
+                version = redis_version(port)
+            for st, frames in run_steps(port, proto, steps, path):
+                if frames is None:
                     lines.append("")
                     continue
-                frames = c.read_frames()
-                if not frames:
-                    raise RuntimeError("%s:%d: no reply to %s" % (path, st["line"], st["text"]))
                 lines.append("".join(escape(f) for f in frames))
         finally:
-            proc.kill()
-            proc.wait()
-            shutil.rmtree(tmp, ignore_errors=True)
+            stop_redis(proc, tmp)
     golden = os.path.splitext(path)[0] + ".golden"
     with open(golden, "w", encoding="utf-8") as f:
         f.write("# recorded from redis-server %s by compat/record.py; do not edit\n" % (version or "?"))
@@ -285,13 +313,5 @@ def run_case(redis, path):
     return len(steps)
 
 
-def main():
-    redis = find_redis()
-    files = sys.argv[1:] or sorted(glob.glob(os.path.join(HERE, "cases", "**", "*.case"), recursive=True))
-    for path in files:
-        n = run_case(redis, path)
-        print("recorded %s (%d steps)" % (os.path.relpath(path), n))
-
-
 if __name__ == "__main__":
-    main()
+    record_all("cases", run_case)

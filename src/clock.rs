@@ -1,25 +1,41 @@
-//! The one clock: expiry, TTL, TIME and scripts all read time from here.
+//! The server's clock: expiry, TTL, TIME, scripts, blocking timeouts and the cron read time here.
+//!
+//! The clock belongs to one server. Every server runs on its own data thread
+//! (see `lib.rs`), so its clock state lives in that thread's storage: moving
+//! one server's time (an offset, for tests and later for a client with test
+//! controls) leaves every other server in the process alone.
 //!
 //! Redis freezes time for the duration of a command (and a whole script), so a
-//! command sees one instant. `begin_command` takes that snapshot; tests can
-//! shift the clock with `set_offset_ms`.
+//! command sees one instant: `begin_command` / `set_snapshot` take that
+//! snapshot, `now_ms` / `now_us` read it.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-static OFFSET_MS: AtomicI64 = AtomicI64::new(0);
-
-thread_local! {
-    static SNAPSHOT_US: Cell<i64> = const { Cell::new(0) };
+/// One server's clock state.
+struct Clock {
+    /// Added to the system time (microseconds); 0 unless a test moved the clock.
+    offset_us: Cell<i64>,
+    /// The instant the running command sees; 0 before the first command.
+    snapshot_us: Cell<i64>,
 }
 
-/// Wall-clock microseconds since the epoch, including any test offset.
+thread_local! {
+    static CLOCK: Clock = const {
+        Clock {
+            offset_us: Cell::new(0),
+            snapshot_us: Cell::new(0),
+        }
+    };
+}
+
+/// This server's wall-clock microseconds since the epoch (system time plus
+/// any offset the server's clock was moved by).
 pub fn real_now_us() -> i64 {
     let d = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
-    d.as_micros() as i64 + OFFSET_MS.load(Ordering::Relaxed) * 1000
+    d.as_micros() as i64 + CLOCK.with(|c| c.offset_us.get())
 }
 
 /// Takes the snapshot the next command (or script) will see.
@@ -30,7 +46,7 @@ pub fn begin_command() {
 /// Makes `us` (a [`real_now_us`] reading the caller already took) the time
 /// the running command sees, saving a second clock read.
 pub fn set_snapshot(us: i64) {
-    SNAPSHOT_US.with(|c| c.set(us));
+    CLOCK.with(|c| c.snapshot_us.set(us));
 }
 
 /// The current command's time in milliseconds.
@@ -42,11 +58,11 @@ pub fn now_ms() -> i64 {
 /// The current command's time in microseconds.
 #[inline]
 pub fn now_us() -> i64 {
-    SNAPSHOT_US.with(|c| {
-        let v = c.get();
+    CLOCK.with(|c| {
+        let v = c.snapshot_us.get();
         if v == 0 {
             let now = real_now_us();
-            c.set(now);
+            c.snapshot_us.set(now);
             now
         } else {
             v
@@ -54,7 +70,32 @@ pub fn now_us() -> i64 {
     })
 }
 
-/// Moves the clock (tests only; also `DEBUG` may use it).
+/// Moves this server's clock by `ms` from the system time (replacing any
+/// earlier offset), and the snapshot with it.
 pub fn set_offset_ms(ms: i64) {
-    OFFSET_MS.store(ms, Ordering::Relaxed);
+    CLOCK.with(|c| c.offset_us.set(ms * 1000));
+    begin_command();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_server_thread_has_its_own_clock() {
+        let moved = std::thread::spawn(|| {
+            set_offset_ms(3_600_000);
+            now_ms()
+        })
+        .join()
+        .unwrap();
+        let here = std::thread::spawn(|| {
+            begin_command();
+            now_ms()
+        })
+        .join()
+        .unwrap();
+        // The first thread's clock is an hour ahead; the second one's is not.
+        assert!(moved - here > 3_000_000, "{moved} vs {here}");
+    }
 }

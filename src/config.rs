@@ -1,8 +1,9 @@
 //! Configuration: `redis-server`-compatible flags and config files, and the CONFIG GET/SET table.
 //!
 //! Every parameter lives in [`PARAMS`] with its kind and default. Values are
-//! kept as canonical strings (what CONFIG GET shows); the ones the server acts
-//! on are also copied into typed fields by [`Config::apply`] after each change.
+//! kept as canonical bytes (what CONFIG GET shows: free-text parameters such
+//! as `requirepass` hold any bytes, as in Redis); the ones the server acts on
+//! are also copied into typed fields by [`Config::apply`] after each change.
 
 use std::collections::BTreeMap;
 
@@ -25,7 +26,8 @@ pub enum Kind {
     Int(i64, i64),
     /// A byte size within bounds that accepts `k`, `kb`, `m`, `mb`, `g`, `gb` suffixes.
     Memory(i64, i64),
-    /// A byte size, or a percentage written `N%` (maxmemory-clients).
+    /// A byte size, or a percentage written `N%` (maxmemory-clients). As in
+    /// Redis, the lower bound is minus the largest percentage allowed.
     MemoryPercent(i64, i64),
     /// One of the listed words.
     Enum(&'static [&'static str]),
@@ -39,6 +41,7 @@ pub enum Kind {
 pub const IMMUTABLE: u8 = 1; // can't be changed by CONFIG SET
 pub const PROTECTED: u8 = 2; // CONFIG SET refused unless enable-protected-configs allows it
 pub const SENSITIVE: u8 = 4; // hidden from logs
+pub const HIDDEN: u8 = 8; // CONFIG GET shows it only when named exactly, not for a pattern
 
 pub struct Param {
     pub name: &'static str,
@@ -68,6 +71,7 @@ pub static ACTED: &[&str] = &[
     "timeout",
     "protected-mode",
     "daemonize",
+    "always-show-logo",
     "pidfile",
     "logfile",
     "loglevel",
@@ -91,6 +95,8 @@ pub static ACTED: &[&str] = &[
     "latency-tracking-info-percentiles",
     "client-output-buffer-limit",
     "tracking-table-max-keys",
+    "oom-score-adj",
+    "oom-score-adj-values",
 ];
 
 const LOGLEVELS: &[&str] = &["debug", "verbose", "notice", "warning"];
@@ -101,7 +107,7 @@ pub static PARAMS: &[Param] = params::GENERATED;
 /// The running configuration.
 #[derive(Clone, Debug)]
 pub struct Config {
-    values: BTreeMap<&'static str, String>,
+    values: BTreeMap<&'static str, Vec<u8>>,
     /// Directives Oxidis reads but ignores (`rename-command`, ...), reported at start-up.
     pub warnings: Vec<String>,
     /// Absolute path of the config file the server started with (CONFIG REWRITE target).
@@ -190,10 +196,10 @@ impl Default for Config {
             hll_sparse_max_bytes: 3000,
         };
         for prm in PARAMS {
-            c.values.insert(prm.name, prm.default.to_string());
+            c.values.insert(prm.name, prm.default.as_bytes().to_vec());
         }
         if let Ok(cwd) = std::env::current_dir() {
-            c.values.insert("dir", cwd.display().to_string());
+            c.values.insert("dir", path_bytes(&cwd));
         }
         for prm in PARAMS {
             c.apply(prm.name);
@@ -249,38 +255,55 @@ fn parse_int(s: &str) -> Option<i64> {
     crate::types::number::parse_i64(s.as_bytes())
 }
 
+/// A path's bytes (paths are bytes on unix, as Redis keeps them).
+fn path_bytes(p: &std::path::Path) -> Vec<u8> {
+    std::os::unix::ffi::OsStrExt::as_bytes(p.as_os_str()).to_vec()
+}
+
+/// A path from bytes.
+pub fn bytes_path(b: &[u8]) -> &std::path::Path {
+    std::path::Path::new(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(b))
+}
+
 impl Config {
-    /// The current value of a parameter, as CONFIG GET shows it.
+    /// The current value of a parameter, as CONFIG GET shows it, when it is
+    /// text (every value but a free-text one holding other bytes).
     pub fn get(&self, name: &str) -> Option<&str> {
+        std::str::from_utf8(self.get_bytes(name)?).ok()
+    }
+
+    /// The current value of a parameter, as CONFIG GET shows it.
+    pub fn get_bytes(&self, name: &str) -> Option<&[u8]> {
         let prm = find_param(name)?;
-        self.values.get(prm.name).map(|s| s.as_str())
+        self.values.get(prm.name).map(|s| s.as_slice())
     }
 
     /// All parameters with their values (for CONFIG GET patterns).
-    pub fn all(&self) -> impl Iterator<Item = (&'static Param, &str)> {
-        PARAMS
-            .iter()
-            .map(move |p| (p, self.values.get(p.name).map(|s| s.as_str()).unwrap_or("")))
+    pub fn all(&self) -> impl Iterator<Item = (&'static Param, &[u8])> {
+        PARAMS.iter().map(move |p| {
+            (
+                p,
+                self.values.get(p.name).map(|s| s.as_slice()).unwrap_or(b""),
+            )
+        })
     }
 
     /// Validates and stores one value. The error text is what Redis puts after
     /// `ERR CONFIG SET failed (possibly related to argument '<name>') - `.
-    pub fn set(&mut self, name: &str, value: &str) -> Result<(), String> {
+    pub fn set(&mut self, name: &str, value: &[u8]) -> Result<(), String> {
         let prm = find_param(name).ok_or_else(|| {
             "Unknown option or number of arguments for CONFIG SET - '".to_string() + name + "'"
         })?;
         let mut canonical = self.validate(prm, value)?;
         if prm.name == "hz" {
             // Redis keeps the configured hz within 1..=500 (CONFIG GET shows the clamped value).
-            canonical = parse_int(&canonical)
-                .unwrap_or(10)
-                .clamp(1, 500)
-                .to_string();
+            let hz = std::str::from_utf8(&canonical).ok().and_then(parse_int);
+            canonical = hz.unwrap_or(10).clamp(1, 500).to_string().into_bytes();
         }
         if prm.name == "dir" {
-            std::env::set_current_dir(&canonical).map_err(|e| os_error(&e))?;
+            std::env::set_current_dir(bytes_path(&canonical)).map_err(|e| os_error(&e))?;
             if let Ok(cwd) = std::env::current_dir() {
-                canonical = cwd.display().to_string();
+                canonical = path_bytes(&cwd);
             }
         }
         self.values.insert(prm.name, canonical);
@@ -288,13 +311,24 @@ impl Config {
         if prm.name == "notify-keyspace-events" {
             // Redis shows `A` without `n` (keyspaceEventsFlagsToString) but
             // keeps the flag: take the classes from what was set, not shown.
-            self.notify_flags = notify::parse_flags(value.as_bytes()).unwrap_or(0);
+            self.notify_flags = notify::parse_flags(value).unwrap_or(0);
         }
         Ok(())
     }
 
-    /// The canonical form of `value` for `prm` (what CONFIG GET will show), or Redis's error.
-    pub fn validate(&self, prm: &Param, value: &str) -> Result<String, String> {
+    /// The canonical form of `value` for `prm` (what CONFIG GET will show), or
+    /// Redis's error. Free text (and `dir`, a path) is kept byte for byte;
+    /// every other kind is parsed as text, which bytes that are not UTF-8
+    /// never pass.
+    pub fn validate(&self, prm: &Param, value: &[u8]) -> Result<Vec<u8>, String> {
+        if matches!(prm.kind, Kind::Str) || prm.name == "dir" {
+            return Ok(value.to_vec());
+        }
+        let text = String::from_utf8_lossy(value);
+        self.validate_text(prm, &text).map(String::into_bytes)
+    }
+
+    fn validate_text(&self, prm: &Param, value: &str) -> Result<String, String> {
         let range = |n: i64, lo: i64, hi: i64| {
             if n < lo || n > hi {
                 Err(format!("argument must be between {lo} and {hi} inclusive"))
@@ -321,13 +355,22 @@ impl Config {
             Kind::MemoryPercent(lo, hi) => {
                 if let Some(p) = value.strip_suffix('%') {
                     return match parse_int(p) {
-                        Some(n) if n >= 0 => Ok(format!("{n}%")),
+                        Some(n) if n > -lo => Err(format!(
+                            "percentage argument must be less or equal to {}",
+                            -lo
+                        )),
+                        // Kept as a negative number, so 0% is plain 0.
+                        Some(0) => Ok("0".into()),
+                        Some(n) if n > 0 => Ok(format!("{n}%")),
                         _ => Err("argument must be a memory or percent value".into()),
                     };
                 }
                 let n = parse_memory(value)
                     .ok_or_else(|| "argument must be a memory or percent value".to_string())?;
                 range(n, lo, hi)
+            }
+            Kind::Enum(words) if prm.name.starts_with("shutdown-on-sig") => {
+                special::shutdown_flags(words, value)
             }
             Kind::Enum(words) => {
                 let v = value.to_ascii_lowercase();
@@ -345,7 +388,13 @@ impl Config {
 
     /// Copies a parameter into its typed field.
     fn apply(&mut self, name: &str) {
-        let v = self.values.get(name).cloned().unwrap_or_default();
+        let raw = self.values.get(name).cloned().unwrap_or_default();
+        if name == "requirepass" {
+            // Compared byte for byte by AUTH: never through text.
+            self.requirepass = (!raw.is_empty()).then_some(raw);
+            return;
+        }
+        let v = String::from_utf8_lossy(&raw).into_owned();
         let int = || parse_int(&v).unwrap_or(0);
         let opt = |s: &str| (!s.is_empty()).then(|| s.to_string());
         match name {
@@ -353,7 +402,6 @@ impl Config {
             "bind" => self.bind = v.split_whitespace().map(String::from).collect(),
             "unixsocket" => self.unixsocket = opt(&v),
             "unixsocketperm" => self.unixsocketperm = u32::from_str_radix(&v, 8).unwrap_or(0),
-            "requirepass" => self.requirepass = opt(&v).map(String::into_bytes),
             "databases" => self.databases = int() as usize,
             "maxclients" => self.maxclients = int() as usize,
             "timeout" => self.timeout_secs = int() as u64,
@@ -402,13 +450,19 @@ impl Config {
 
     /// Parameters that were set to something other than their default but
     /// that Oxidis does not act on yet (reported at start-up).
-    pub fn inert_settings(&self) -> Vec<(&'static str, String)> {
+    pub fn inert_settings(&self) -> Vec<(&'static str, Vec<u8>)> {
         PARAMS
             .iter()
             .filter(|p| !p.acted())
             .filter_map(|p| {
                 let v = self.values.get(p.name)?;
-                (v != p.default).then(|| (p.name, v.clone()))
+                // A password (masterauth, ...) is not written to the log.
+                let shown = if p.flags & SENSITIVE != 0 {
+                    b"(redacted)".to_vec()
+                } else {
+                    v.clone()
+                };
+                (v.as_slice() != p.default.as_bytes()).then_some((p.name, shown))
             })
             .collect()
     }

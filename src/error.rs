@@ -38,6 +38,14 @@ pub enum Error {
     StringTooLong,
     /// `OOM command not allowed when used memory > 'maxmemory'.`
     Oom,
+    /// `ERR timeout is negative`
+    TimeoutNegative,
+    /// `ERR timeout is not a float or out of range` (timeouts in seconds)
+    TimeoutNotFloat,
+    /// `ERR timeout is not an integer or out of range` (timeouts in milliseconds)
+    TimeoutNotInteger,
+    /// `ERR invalid cursor` (SCAN family)
+    InvalidCursor,
     /// Any other `ERR <message>`.
     Msg(Cow<'static, str>),
     /// A full error line that already carries its own code (`BUSYKEY ...`, `NOSCRIPT ...`).
@@ -86,6 +94,10 @@ impl Error {
                 "ERR string exceeds maximum allowed size (proto-max-bulk-len)".into()
             }
             Error::Oom => "OOM command not allowed when used memory > 'maxmemory'.".into(),
+            Error::TimeoutNegative => "ERR timeout is negative".into(),
+            Error::TimeoutNotFloat => "ERR timeout is not a float or out of range".into(),
+            Error::TimeoutNotInteger => "ERR timeout is not an integer or out of range".into(),
+            Error::InvalidCursor => "ERR invalid cursor".into(),
             Error::Msg(m) => format!("ERR {m}").into(),
             Error::Coded(c) => c.clone(),
         }
@@ -94,6 +106,80 @@ impl Error {
     /// The first word of the error (`ERR`, `WRONGTYPE`, ...), used for error stats.
     pub fn code(&self) -> String {
         self.text().split(' ').next().unwrap_or("ERR").to_string()
+    }
+}
+
+/// Why the gate (`command::gate`) refused a command, one variant per stage
+/// of Redis's `processCommand` (and of `scriptCall` for `redis.call`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Rejection {
+    /// Lookup: no such command, or no such subcommand (the error says which).
+    Unknown(Error),
+    /// Arity: `wrong number of arguments for '<cmd>' command`.
+    Arity(&'static str),
+    /// Protected: DEBUG while `enable-debug-command` refuses it (before auth).
+    Protected,
+    /// Auth: the connection has not authenticated.
+    NoAuth,
+    /// No-multi: a `no_multi` command inside MULTI.
+    NoMulti,
+    /// OOM: a `denyoom` command while used memory is over `maxmemory`.
+    Oom,
+    /// Read-only replica: a write on a replica with `replica-read-only yes`.
+    ReadOnlyReplica,
+    /// Pub/sub context (RESP2): only the (un)subscribe family, PING, QUIT, RESET.
+    PubSubContext(&'static str),
+    /// LOADING: a command without the `loading` flag while the dataset loads.
+    Loading,
+    /// BUSY: a script runs past `busy-reply-threshold` (FUNCTION when `function`).
+    Busy { function: bool },
+    /// `redis.call`: no such command.
+    ScriptUnknown,
+    /// `redis.call`: wrong number of arguments.
+    ScriptArity,
+    /// `redis.call`: a `noscript` command.
+    ScriptNoScript,
+    /// `redis.call`: a write (or may-replicate) command from a read-only script.
+    ScriptWriteInReadOnly,
+}
+
+impl Rejection {
+    /// The error the client (or the script) receives.
+    pub fn error(&self) -> Error {
+        match self {
+            Rejection::Unknown(e) => e.clone(),
+            Rejection::Arity(cmd) => Error::Arity((*cmd).into()),
+            Rejection::Protected => Error::msg(crate::cmd::server::debug::DEBUG_REFUSED),
+            Rejection::NoAuth => Error::NoAuth,
+            Rejection::NoMulti => Error::msg("Command not allowed inside a transaction"),
+            Rejection::Oom => Error::Oom,
+            Rejection::ReadOnlyReplica => {
+                Error::coded("READONLY You can't write against a read only replica.")
+            }
+            Rejection::PubSubContext(cmd) => Error::Msg(
+                format!(
+                    "Can't execute '{cmd}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
+                )
+                .into(),
+            ),
+            Rejection::Loading => {
+                Error::coded("LOADING Redis is loading the dataset in memory")
+            }
+            Rejection::Busy { function: false } => Error::coded(crate::script::busy::BUSY_EVAL),
+            Rejection::Busy { function: true } => {
+                Error::coded(crate::script::busy::BUSY_FUNCTION)
+            }
+            Rejection::ScriptUnknown => Error::msg("Unknown Redis command called from script"),
+            Rejection::ScriptArity => {
+                Error::msg("Wrong number of args calling Redis command from script")
+            }
+            Rejection::ScriptNoScript => {
+                Error::msg("This Redis command is not allowed from script")
+            }
+            Rejection::ScriptWriteInReadOnly => {
+                Error::msg("Write commands are not allowed from read-only scripts.")
+            }
+        }
     }
 }
 
@@ -160,8 +246,6 @@ impl ProtocolError {
 }
 
 impl Error {
-    /// A command that panicked (a bug) and was stopped (see `server::fault`).
-    /// Redis has no such reply: it would have crashed.
     /// EXEC refused by the gate (Redis's `execCommandAbort`): the reason
     /// follows, with its code unless it is ERR.
     pub fn exec_abort(reason: &Error) -> Error {
@@ -170,6 +254,8 @@ impl Error {
         Error::Coded(format!("EXECABORT Transaction discarded because of: {why}").into())
     }
 
+    /// A command that panicked (a bug) and was stopped (see `server::fault`).
+    /// Redis has no such reply: it would have crashed.
     pub fn internal(cmd: &str) -> Error {
         Error::Msg(
             format!(
@@ -178,4 +264,12 @@ impl Error {
             .into(),
         )
     }
+}
+
+/// Texts of `ERR` errors raised from one place each, for `Error::msg`.
+pub mod text {
+    /// DEBUG PROTOCOL with an unknown type name.
+    pub const DEBUG_PROTOCOL_TYPE: &str = "Wrong protocol type name. Please use one of the following: string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false";
+    /// A reply that exists only in RESP3 (DEBUG PROTOCOL PUSH) asked for over RESP2.
+    pub const RESP2_NOT_SUPPORTED: &str = "RESP2 is not supported by this command";
 }

@@ -9,6 +9,10 @@
 //!
 //! [`start`] runs a server on its own thread for tests and embedding.
 
+// No unwrap in server code: input from clients must never reach a panic.
+// Tests may unwrap. Exceptions are `expect` with the invariant stated.
+#![cfg_attr(not(test), deny(clippy::unwrap_used))]
+
 pub mod clock;
 pub mod cmd;
 pub mod command;
@@ -41,6 +45,7 @@ pub struct Handle {
     unix: Option<String>,
     stop: Arc<Notify>,
     thread: Option<std::thread::JoinHandle<()>>,
+    taps: Arc<server::propagate::TapHub>,
 }
 
 impl Handle {
@@ -55,6 +60,14 @@ impl Handle {
 
     pub fn unix_path(&self) -> Option<&str> {
         self.unix.as_deref()
+    }
+
+    /// Attaches a consumer of the propagation stream: from now on it receives
+    /// every command a replica would, as the bytes a replica reads (RESP
+    /// multibulks, with SELECT before the first command and whenever the
+    /// database changes). See `server::propagate`.
+    pub fn tap_propagation(&self) -> Arc<server::propagate::Tap> {
+        self.taps.attach()
     }
 
     /// Stops the server and waits for its thread.
@@ -128,7 +141,8 @@ fn run_on_thread(config: Config, ephemeral: bool, signals: bool) -> std::io::Res
                         if let Some(a) = addrs.first() {
                             srv.borrow_mut().config.port = a.port();
                         }
-                        let _ = tx.send(Ok((addrs, path)));
+                        let taps = srv.borrow().prop.hub();
+                        let _ = tx.send(Ok((addrs, path, taps)));
                         server::listener::run(srv, tcp, unix, stop2, signals).await;
                     }
                     Err(e) => {
@@ -137,7 +151,7 @@ fn run_on_thread(config: Config, ephemeral: bool, signals: bool) -> std::io::Res
                 }
             });
         })?;
-    let (tcp, unix) = rx
+    let (tcp, unix, taps) = rx
         .recv()
         .map_err(|_| std::io::Error::other("server thread exited"))??;
     Ok(Handle {
@@ -145,6 +159,7 @@ fn run_on_thread(config: Config, ephemeral: bool, signals: bool) -> std::io::Res
         unix,
         stop,
         thread: Some(thread),
+        taps,
     })
 }
 
@@ -172,13 +187,19 @@ pub fn run_main(config: Config) -> std::io::Result<()> {
             config::quote(&value)
         ));
     }
+    let _ = server::oom::apply(&config);
     if let Some(pid) = &config.pidfile {
         let _ = std::fs::write(pid, format!("{}\n", std::process::id()));
     }
     let port = config.port;
     let unix = config.unixsocket.clone();
+    let show_logo = config.get("always-show-logo") == Some("yes")
+        || (config.logfile.as_deref().unwrap_or("").is_empty()
+            && std::io::IsTerminal::is_terminal(&std::io::stdout()));
     let handle = run_on_thread(config, false, true)?;
-    if port != 0 {
+    if show_logo {
+        log::raw_notice(&logo(port));
+    } else {
         log::notice(&format!("Running mode=standalone, port={port}."));
     }
     log::notice("Server initialized");
@@ -190,4 +211,22 @@ pub fn run_main(config: Config) -> std::io::Result<()> {
     log::notice("Ready to accept connections");
     handle.wait();
     Ok(())
+}
+
+/// The start-up banner Redis shows with `always-show-logo yes` (or on a
+/// terminal). Its ` Port: ` and ` PID: ` lines are part of the interface:
+/// Redis's own test harness waits for ` PID: <pid>` before it talks to a
+/// server it started.
+fn logo(port: u16) -> String {
+    let version = env!("CARGO_PKG_VERSION");
+    let pid = std::process::id();
+    format!(
+        "\n\
+         \x20   ___       _     _ _\n\
+         \x20  / _ \\__  _(_) __| (_)___      Oxidis {version} (Redis {REDIS_VERSION} compatible) 64 bit\n\
+         \x20 | | | \\ \\/ / |/ _` | / __|\n\
+         \x20 | |_| |>  <| | (_| | \\__ \\      Running in standalone mode\n\
+         \x20  \\___//_/\\_\\_|\\__,_|_|___/      Port: {port}\n\
+         \x20                                 PID: {pid}\n\n"
+    )
 }

@@ -68,6 +68,19 @@ fn write(level: usize, msg: &str) {
         mark,
         msg
     );
+    emit(&line);
+}
+
+/// Writes `text` as it is, with no pid/time prefix (Redis's `LL_RAW`), at
+/// notice level: the start-up logo.
+pub fn raw_notice(text: &str) {
+    if 2 >= LEVEL.load(Ordering::Relaxed) {
+        emit(text);
+    }
+}
+
+/// Appends a finished line (or block) to the log file, or stdout.
+fn emit(line: &str) {
     let file = FILE.lock().clone();
     match file {
         Some(path) if !path.is_empty() => {

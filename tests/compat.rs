@@ -1,131 +1,17 @@
 //! Replays every compat/cases/**/*.case against Oxidis and compares each reply
 //! with the bytes a real redis-server gave (the `.golden` file beside it).
-//! See compat/README.md for the format. Set COMPAT_FILTER=substring to run a subset.
+//! See compat/README.md for the format. Each case file is one test, named
+//! by its path: `cargo test --test compat string/` runs the string cases.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use oxidis::resp::value::{parse_value, Value};
 
-struct Step {
-    line: usize,
-    text: String,
-    client: usize,
-    mods: Vec<String>,
-    argv: Vec<Vec<u8>>,
-    sleep_ms: Option<u64>,
-}
-
-struct Case {
-    args: Vec<String>,
-    protocols: Vec<u8>,
-    steps: Vec<Step>,
-}
-
-fn split_words(s: &str) -> Vec<Vec<u8>> {
-    oxidis::resp::inline::split(s.as_bytes())
-        .unwrap_or_else(|| panic!("cannot split case line {s:?}: unbalanced quotes"))
-}
-
-fn parse_case(path: &Path) -> Case {
-    let text = std::fs::read_to_string(path).unwrap();
-    let mut case = Case {
-        args: Vec::new(),
-        protocols: vec![2, 3],
-        steps: Vec::new(),
-    };
-    for (i, raw) in text.lines().enumerate() {
-        let mut s = raw.trim();
-        if s.is_empty() || s.starts_with('#') {
-            continue;
-        }
-        if let Some(a) = s.strip_prefix("!args ") {
-            case.args = split_words(a)
-                .into_iter()
-                .map(|w| String::from_utf8(w).unwrap())
-                .collect();
-            continue;
-        }
-        if let Some(p) = s.strip_prefix("!protocols ") {
-            case.protocols = p.split_whitespace().map(|x| x.parse().unwrap()).collect();
-            continue;
-        }
-        if let Some(ms) = s.strip_prefix("!sleep ") {
-            case.steps.push(Step {
-                line: i + 1,
-                text: raw.into(),
-                client: 1,
-                mods: vec![],
-                argv: vec![],
-                sleep_ms: Some(ms.trim().parse().unwrap()),
-            });
-            continue;
-        }
-        let mut client = 1;
-        if s.starts_with('[') {
-            let end = s.find(']').unwrap();
-            client = s[1..end].parse().unwrap();
-            s = s[end + 1..].trim();
-        }
-        let mut mods = Vec::new();
-        while let Some(rest) = s.strip_prefix('~') {
-            let (m, tail) = rest.split_once(' ').unwrap_or((rest, ""));
-            mods.push(m.to_string());
-            s = tail.trim();
-        }
-        let argv = if s.is_empty() { vec![] } else { split_words(s) };
-        case.steps.push(Step {
-            line: i + 1,
-            text: raw.into(),
-            client,
-            mods,
-            argv,
-            sleep_ms: None,
-        });
-    }
-    case
-}
-
-fn unescape(s: &str) -> Vec<u8> {
-    let b = s.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\' && i + 1 < b.len() {
-            match b[i + 1] {
-                b'r' => out.push(b'\r'),
-                b'n' => out.push(b'\n'),
-                b'\\' => out.push(b'\\'),
-                b'x' => {
-                    out.push(u8::from_str_radix(&s[i + 2..i + 4], 16).unwrap());
-                    i += 2;
-                }
-                other => panic!("bad escape \\{}", other as char),
-            }
-            i += 2;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    out
-}
-
-fn escape(b: &[u8]) -> String {
-    let mut s = String::new();
-    for &c in b {
-        match c {
-            b'\r' => s.push_str("\\r"),
-            b'\n' => s.push_str("\\n"),
-            b'\\' => s.push_str("\\\\"),
-            32..=126 => s.push(c as char),
-            _ => s.push_str(&format!("\\x{c:02x}")),
-        }
-    }
-    s
-}
+mod common;
+use common::case::{case_files, escape, parse_case, unescape, Step};
 
 /// Golden lines per protocol.
 fn parse_golden(path: &Path) -> Option<[Vec<String>; 2]> {
@@ -352,59 +238,36 @@ fn run_file(path: &Path) -> (usize, Vec<String>) {
     (checked, failures)
 }
 
-fn case_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let mut entries: Vec<_> = rd.flatten().map(|e| e.path()).collect();
-    entries.sort();
-    for p in entries {
-        if p.is_dir() {
-            case_files(&p, out);
-        } else if p.extension().is_some_and(|e| e == "case") {
-            out.push(p);
-        }
-    }
-}
-
-#[test]
-fn compat_cases_match_recorded_redis() {
+/// One test per case file, named by its path under compat/cases without the
+/// extension (`cargo test --test compat hash/incr` runs that file alone).
+fn main() {
+    let args = libtest_mimic::Arguments::from_args();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("compat/cases");
     let mut files = Vec::new();
     case_files(&root, &mut files);
-    if let Ok(f) = std::env::var("COMPAT_FILTER") {
-        files.retain(|p| p.to_string_lossy().contains(&f));
-    }
     assert!(
         !files.is_empty(),
         "no compat cases found under {}",
         root.display()
     );
-    let queue = std::sync::Mutex::new(files.clone());
-    let results = std::sync::Mutex::new(Vec::new());
-    std::thread::scope(|s| {
-        for _ in 0..4 {
-            s.spawn(|| loop {
-                let Some(p) = queue.lock().unwrap().pop() else {
-                    break;
-                };
-                let r = run_file(&p);
-                results.lock().unwrap().push(r);
-            });
-        }
-    });
-    let results = results.into_inner().unwrap();
-    let checked: usize = results.iter().map(|r| r.0).sum();
-    let failures: Vec<String> = results.into_iter().flat_map(|r| r.1).collect();
-    eprintln!(
-        "compat: {} files, {} replies checked, {} failures",
-        files.len(),
-        checked,
-        failures.len()
-    );
-    assert!(
-        failures.is_empty(),
-        "compat failures:\n{}",
-        failures.join("\n")
-    );
+    let tests = files
+        .into_iter()
+        .map(|path| {
+            let name = path
+                .strip_prefix(&root)
+                .unwrap_or(&path)
+                .with_extension("")
+                .to_string_lossy()
+                .into_owned();
+            libtest_mimic::Trial::test(name, move || {
+                let (_, failures) = run_file(&path);
+                if failures.is_empty() {
+                    Ok(())
+                } else {
+                    Err(failures.join("\n").into())
+                }
+            })
+        })
+        .collect();
+    libtest_mimic::run(&args, tests).exit();
 }

@@ -466,3 +466,89 @@ fn protected_mode_refuses_non_loopback_clients() {
     c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     assert_eq!(call(&mut c, &["PING"]), "+PONG");
 }
+
+/// Redis's test harness starts the server with `always-show-logo yes` and
+/// waits for ` PID: <pid>` in its log (tests/support/server.tcl,
+/// `wait_server_started`); without the logo it logs `Running mode=...`.
+#[test]
+fn logo_shows_port_and_pid_for_test_harnesses() {
+    let port = free_port();
+    let p = start(&["--port", &port.to_string(), "--always-show-logo", "yes"]);
+    let pid = p.child.id();
+    let text = p.log.join("\n");
+    assert!(text.contains(&format!(" PID: {pid}")), "{text}");
+    assert!(text.contains(&format!(" Port: {port}")), "{text}");
+    assert!(!text.contains("does not act on it"), "{text}");
+
+    let port = free_port();
+    let p = start(&["--port", &port.to_string()]);
+    let text = p.log.join("\n");
+    assert!(
+        text.contains(&format!("Running mode=standalone, port={port}.")),
+        "{text}"
+    );
+    assert!(!text.contains(" PID: "), "{text}");
+}
+
+/// The server process's `/proc/<pid>/oom_score_adj`.
+fn oom_score(p: &Proc) -> i64 {
+    let path = format!("/proc/{}/oom_score_adj", p.child.id());
+    std::fs::read_to_string(path)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+fn set_oom_score(p: &Proc, v: i64) {
+    std::fs::write(
+        format!("/proc/{}/oom_score_adj", p.child.id()),
+        format!("{v}\n"),
+    )
+    .unwrap();
+}
+
+// The suite's unit/oom-score-adj steps that need no replica or child process
+// (scores as redis-server 7.0.15 writes them, read from /proc the same way):
+// relative to the score found when enabled, absolute, restored on `no`, and
+// untouched while disabled. Raising the score needs no privilege.
+#[test]
+fn oom_score_adj_follows_config() {
+    let port = free_port();
+    let ps = port.to_string();
+    let p = start(&["--port", &ps, "--save", ""]);
+    let mut s = connect(port);
+    set_oom_score(&p, 22);
+    // (CONFIG SET arguments, score afterwards); None sets the score by hand.
+    let steps: &[(Option<&[&str]>, i64)] = &[
+        (
+            Some(&["oom-score-adj-values", "9 9 9", "oom-score-adj", "yes"]),
+            31,
+        ),
+        (Some(&["oom-score-adj-values", "15 20 30"]), 37),
+        (Some(&["oom-score-adj", "absolute"]), 15),
+        (Some(&["oom-score-adj", "no"]), 22),
+        (None, 24),
+        (Some(&["oom-score-adj-values", "23 23 23"]), 24),
+        (
+            Some(&[
+                "oom-score-adj-values",
+                "990 990 990",
+                "oom-score-adj",
+                "relative",
+            ]),
+            1000,
+        ),
+    ];
+    for (set, score) in steps {
+        match set {
+            Some(pairs) => {
+                let mut args = vec!["config", "set"];
+                args.extend_from_slice(pairs);
+                assert_eq!(call(&mut s, &args), "+OK", "{pairs:?}");
+            }
+            None => set_oom_score(&p, *score),
+        }
+        assert_eq!(oom_score(&p), *score, "{set:?}");
+    }
+}

@@ -6,12 +6,18 @@ use crate::error::{CmdResult, Error};
 use crate::server::Ctx;
 
 pub static SPECS: &[CommandSpec] = &[
-    CommandSpec::new("ping", -1, FAST | SENTINEL, (0, 0, 0), ping),
+    CommandSpec::new(
+        "ping",
+        -1,
+        FAST | SENTINEL | PUBSUB_CONTEXT,
+        (0, 0, 0),
+        ping,
+    ),
     CommandSpec::new("echo", 2, LOADING | STALE | FAST, (0, 0, 0), echo),
     CommandSpec::new(
         "quit",
         -1,
-        ALLOW_BUSY | NOSCRIPT | LOADING | STALE | FAST | NO_AUTH,
+        ALLOW_BUSY | NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | PUBSUB_CONTEXT | TXN_CONTROL,
         (0, 0, 0),
         quit,
     ),
@@ -33,7 +39,7 @@ pub static SPECS: &[CommandSpec] = &[
     CommandSpec::new(
         "reset",
         1,
-        NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY,
+        NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY | PUBSUB_CONTEXT | TXN_CONTROL,
         (0, 0, 0),
         reset,
     ),
@@ -100,9 +106,25 @@ fn check_credentials(ctx: &Ctx, user: &[u8], pass: &[u8]) -> bool {
         return false;
     }
     match &ctx.srv.config.requirepass {
-        Some(p) => p.as_slice() == pass,
+        Some(p) => same_secret(p, pass),
         None => true, // the default user is `nopass` when no password is set
     }
+}
+
+/// Compares two secrets in a time that tells nothing about where they
+/// differ or how long the stored one is (Redis's `time_independent_strcmp`
+/// idea): both are hashed to fixed-length digests, compared without an early
+/// exit. Only equal digests go on to the byte comparison, so a SHA-1
+/// collision is still refused and a wrong guess never reaches it.
+fn same_secret(stored: &[u8], given: &[u8]) -> bool {
+    use sha1::{Digest, Sha1};
+    let a = Sha1::digest(stored);
+    let b = Sha1::digest(given);
+    let diff = a
+        .iter()
+        .zip(b.iter())
+        .fold(0u8, |acc, (x, y)| acc | (x ^ y));
+    std::hint::black_box(diff) == 0 && stored == given
 }
 
 /// ```text
@@ -154,9 +176,9 @@ fn hello(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     while let Some(opt) = args.next() {
         let more = args.remaining();
         if opt.eq_ignore_ascii_case(b"AUTH") && more >= 2 {
-            creds = Some((args.next().unwrap(), args.next().unwrap()));
+            creds = Some((args.next_or_syntax()?, args.next_or_syntax()?));
         } else if opt.eq_ignore_ascii_case(b"SETNAME") && more >= 1 {
-            name = Some(args.next().unwrap());
+            name = Some(args.next_or_syntax()?);
         } else {
             return Err(Error::Msg(
                 format!(
@@ -225,7 +247,11 @@ fn reset(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
     c.db = 0;
     c.reply.resp = 2;
     c.name = None;
-    c.reply_mode = crate::server::client::ReplyMode::On;
+    // RESET ends CLIENT REPLY OFF and a pending SKIP, but when RESET is itself
+    // the skipped command its reply stays dropped.
+    if c.reply_mode != crate::server::client::ReplyMode::Skipping {
+        c.reply_mode = crate::server::client::ReplyMode::On;
+    }
     c.no_evict = false;
     c.no_touch = false;
     c.authenticated = ctx.srv.config.requirepass.is_none();
@@ -242,4 +268,22 @@ pub fn validate_client_name(name: &[u8]) -> CmdResult {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_secret;
+
+    #[test]
+    fn secrets_compare_as_bytes() {
+        assert!(same_secret(b"\xff\xfe\xfd", b"\xff\xfe\xfd"));
+        assert!(!same_secret(
+            b"\xff\xfe\xfd",
+            "\u{fffd}\u{fffd}\u{fffd}".as_bytes()
+        ));
+        assert!(!same_secret(b"\xff\xfe\xfd", b"\xff\xfe"));
+        assert!(!same_secret(b"a", b"a\0"));
+        assert!(!same_secret(b"", b"x"));
+        assert!(same_secret(b"", b""));
+    }
 }

@@ -1,12 +1,12 @@
 //! The hash command family, and the HSCAN/SSCAN option parsing both collection scans share.
 
+use super::scan;
 use crate::command::flags::*;
 use crate::command::{Args, CommandSpec};
 use crate::db::{Db, Value};
 use crate::error::{CmdResult, Error};
 use crate::resp::encode::Reply;
 use crate::server::{notify, Ctx};
-use crate::types::glob;
 use crate::types::hash::{Hash, Limits};
 use crate::types::longdouble::{self, LongDouble};
 use crate::types::number::parse_i64;
@@ -321,6 +321,8 @@ fn hincrbyfloat(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     h.fit();
     ctx.modified(key, notify::HASH, "hincrbyfloat");
     ctx.out().bulk(&text);
+    // Replicas get the result, not the increment (float formatting).
+    ctx.propagate_as(&[b"HSET", key, field, &text]);
     Ok(())
 }
 
@@ -349,7 +351,8 @@ fn hrandfield(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         _ => return Err(Error::Syntax),
     };
     let count = rand_count(args.at(2), withvalues)?;
-    let Ctx { srv, client, .. } = ctx;
+    let cap = ctx.reply_cap();
+    let Ctx { srv, client, .. } = &mut *ctx;
     let rng = &mut srv.rng;
     let db = &mut srv.ks.dbs[client.db];
     let out = &mut client.reply;
@@ -372,8 +375,9 @@ fn hrandfield(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         RandCount::Repeat(n) => {
             // Streamed: a huge count must not be collected first.
             out.array(header(n));
-            for _ in 0..n {
-                write_pair(out, h.random(|| rng.next_u64()).unwrap());
+            let draw = || h.random(|| rng.next_u64());
+            if super::stream_drawn(out, n, cap, draw, write_pair) {
+                ctx.reply_capped();
             }
             return Ok(());
         }
@@ -427,107 +431,29 @@ pub(crate) fn sample_unique<T>(all: &mut Vec<T>, n: usize, mut rand: impl FnMut(
     all.truncate(n);
 }
 
-/// HSCAN/SSCAN options after the cursor.
-pub(crate) struct ScanOpts<'a> {
-    pub pattern: Option<&'a [u8]>,
-    pub count: usize,
-}
-
-/// Parses a SCAN cursor as `strtoul` does (a leading `-` wraps around).
-pub(crate) fn parse_cursor(arg: &[u8]) -> Result<u64, Error> {
-    let bad = || Error::msg("invalid cursor");
-    if arg.is_empty() {
-        return Ok(0); // strtoul reads nothing and stops at the end: cursor 0
-    }
-    let (neg, digits) = match arg.first() {
-        Some(b'-') => (true, &arg[1..]),
-        Some(b'+') => (false, &arg[1..]),
-        _ => (false, arg),
-    };
-    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
-        return Err(bad());
-    }
-    let mut v: u64 = 0;
-    for &d in digits {
-        v = v
-            .checked_mul(10)
-            .and_then(|v| v.checked_add((d - b'0') as u64))
-            .ok_or_else(bad)?;
-    }
-    Ok(if neg { v.wrapping_neg() } else { v })
-}
-
-/// Parses `[MATCH pattern] [COUNT count]` from argument `at` on.
-pub(crate) fn parse_scan_opts<'a>(args: &Args<'a>, at: usize) -> Result<ScanOpts<'a>, Error> {
-    let mut o = ScanOpts {
-        pattern: None,
-        count: 10,
-    };
-    let mut i = at;
-    while i < args.len() {
-        let more = args.len() - i >= 2;
-        if args.at(i).eq_ignore_ascii_case(b"COUNT") && more {
-            let n = parse_i64(args.at(i + 1)).ok_or(Error::NotInteger)?;
-            if n < 1 {
-                return Err(Error::Syntax);
-            }
-            o.count = n as usize;
-        } else if args.at(i).eq_ignore_ascii_case(b"MATCH") && more {
-            let p = args.at(i + 1);
-            o.pattern = (p != b"*").then_some(p);
-        } else {
-            return Err(Error::Syntax);
-        }
-        i += 2;
-    }
-    Ok(o)
-}
-
-/// True when `item` passes the MATCH filter.
-pub(crate) fn scan_keep(o: &ScanOpts, item: &[u8]) -> bool {
-    o.pattern.is_none_or(|p| glob::matches(p, item, false))
-}
-
-/// Writes a SCAN-family reply: the next cursor, then the items.
-pub(crate) fn scan_reply(out: &mut Reply, cursor: u64, items: &[Vec<u8>]) {
-    out.array(2);
-    out.bulk(itoa::Buffer::new().format(cursor).as_bytes());
-    out.array(items.len());
-    for it in items {
-        out.bulk(it);
-    }
-}
-
 /// ```text
 /// HSCAN key cursor [MATCH pattern] [COUNT count]
 /// ```
 /// Array: next cursor, then a flat array of fields and values.
 fn hscan(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
-    let mut cursor = parse_cursor(args.at(2))?;
+    let cursor = scan::parse_cursor(args.at(2))?;
     let (db, out) = ctx.db_out();
     let Some(h) = read(db, args.at(1))? else {
-        scan_reply(out, 0, &[]);
+        scan::reply::<&[u8]>(out, 0, &[]);
         return Ok(());
     };
-    let o = parse_scan_opts(args, 3)?;
-    let mut items = Vec::new();
-    // Redis stops on the number of items gathered before MATCH filters them
-    // (a field and its value count as two).
-    let mut raw = 0;
-    let mut budget = o.count.saturating_mul(10);
-    loop {
-        cursor = h.scan(cursor, |f, v| {
-            raw += 2;
-            if scan_keep(&o, f) {
+    let o = scan::parse_opts(args, 3, false)?;
+    let mut items: Vec<Vec<u8>> = Vec::new();
+    // A field and its value are two of the items COUNT asks for, times two.
+    let cursor = scan::walk(cursor, o.count.saturating_mul(2), |c, n| {
+        h.scan(c, |f, v| {
+            *n += 2;
+            if o.keeps(f) {
                 items.push(f.to_vec());
                 items.push(v.to_vec());
             }
-        });
-        budget -= 1;
-        if cursor == 0 || budget == 0 || raw >= o.count {
-            break;
-        }
-    }
-    scan_reply(out, cursor, &items);
+        })
+    });
+    scan::reply(out, cursor, &items);
     Ok(())
 }

@@ -11,9 +11,16 @@ use crate::types::string::Str;
 
 pub static SPECS: &[CommandSpec] = &[
     CommandSpec::new("pfadd", -2, WRITE | DENYOOM | FAST, (1, 1, 1), pfadd),
-    CommandSpec::new("pfcount", -2, READONLY, (1, -1, 1), pfcount),
+    CommandSpec::new("pfcount", -2, READONLY | MAY_REPLICATE, (1, -1, 1), pfcount),
     CommandSpec::new("pfmerge", -2, WRITE | DENYOOM, (1, -1, 1), pfmerge),
     CommandSpec::new("pfdebug", 3, WRITE | DENYOOM | ADMIN, (2, 2, 1), pfdebug),
+    CommandSpec::new(
+        "pfselftest",
+        1,
+        ADMIN,
+        (0, 0, 0),
+        super::pfselftest::pfselftest,
+    ),
 ];
 
 fn not_hll() -> Error {
@@ -62,13 +69,7 @@ fn pfadd(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         Some(v) => check(v)?,
     }
     let b = hll_mut(ctx, key);
-    for e in args.from(2) {
-        match hll::add(b, e, max) {
-            Ok(true) => updated += 1,
-            Ok(false) => {}
-            Err(_) => return Err(corrupt()),
-        }
-    }
+    updated += hll::add_all(b, args.from(2), max).map_err(|_| corrupt())?;
     if updated > 0 {
         hll::invalidate_cache(b);
         ctx.modified(key, notify::STRING, "pfadd");
@@ -143,7 +144,7 @@ fn pfmerge(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     if dense {
         hll::to_dense(b).map_err(|_| corrupt())?;
     }
-    hll::store_registers(b, &max, sparse_max).map_err(|_| corrupt())?;
+    hll::store_registers(b, &max, sparse_max);
     hll::invalidate_cache(b);
     ctx.modified(dst, notify::STRING, "pfadd");
     ctx.out().ok();

@@ -9,9 +9,8 @@ use crate::server::{notify, Ctx};
 use crate::types::number::parse_i64;
 use crate::types::set::{Member, Set};
 
-use super::hash::{
-    parse_cursor, parse_scan_opts, rand_count, sample_unique, scan_keep, scan_reply, RandCount,
-};
+use super::hash::{rand_count, sample_unique, RandCount};
+use super::scan;
 
 pub static SPECS: &[CommandSpec] = &[
     CommandSpec::new("sadd", -3, WRITE | DENYOOM | FAST, (1, 1, 1), sadd),
@@ -202,15 +201,22 @@ fn spop(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         }
         return Ok(());
     };
+    let size = s.len();
     let popped: Vec<Vec<u8>> = match count {
         Some(0) => {
             client.reply.set(0);
             return Ok(());
         }
         None => {
-            let m = s.random(|| rng.next_u64()).unwrap().to_bytes().into_owned();
-            s.remove(&m);
-            vec![m]
+            // A stored set is never empty; an empty one pops nothing.
+            let m = s
+                .random(|| rng.next_u64())
+                .map(|m| m.to_bytes().into_owned());
+            m.inspect(|m| {
+                s.remove(m);
+            })
+            .into_iter()
+            .collect()
         }
         Some(n) => {
             let mut all: Vec<Vec<u8>> = s.iter().map(|m| m.to_bytes().into_owned()).collect();
@@ -225,6 +231,17 @@ fn spop(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     };
     ctx.modified(key, notify::SET, "spop");
     delete_if_empty(ctx, key);
+    // Replicas remove what was popped: SREM per member, or DEL for all.
+    match count {
+        None => ctx.propagate_as(&[b"SREM", key, &popped[0]]),
+        Some(n) if n >= size => ctx.propagate_as(&[b"DEL", key]),
+        Some(_) => {
+            ctx.prevent_propagation();
+            for m in &popped {
+                ctx.also_propagate(&[b"SREM", key, m]);
+            }
+        }
+    }
     let out = ctx.out();
     if count.is_some() {
         out.set(popped.len());
@@ -232,7 +249,10 @@ fn spop(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             out.bulk(m);
         }
     } else {
-        out.bulk(&popped[0]);
+        match popped.first() {
+            Some(m) => out.bulk(m),
+            None => out.null(),
+        }
     }
     Ok(())
 }
@@ -251,6 +271,7 @@ fn srandmember(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     } else {
         None
     };
+    let cap = ctx.reply_cap();
     let Ctx { srv, client, .. } = &mut *ctx;
     let rng = &mut srv.rng;
     let out = &mut client.reply;
@@ -270,8 +291,9 @@ fn srandmember(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         RandCount::Repeat(n) => {
             // Streamed: a huge count must not be collected first.
             out.array(n);
-            for _ in 0..n {
-                bulk_member(out, s.random(|| rng.next_u64()).unwrap());
+            let draw = || s.random(|| rng.next_u64());
+            if super::stream_drawn(out, n, cap, draw, bulk_member) {
+                ctx.reply_capped();
             }
             return Ok(());
         }
@@ -349,13 +371,15 @@ fn peek_sets<'a>(db: &'a Db, keys: &[&[u8]]) -> Vec<Option<&'a Set>> {
 /// Members of the intersection, walking the smallest set, stopping after
 /// `limit` members (0: no limit). None when some key is missing.
 fn intersect(sets: &[Option<&Set>], limit: usize) -> Vec<Vec<u8>> {
-    if sets.iter().any(|s| s.is_none_or(|s| s.is_empty())) {
+    let Some(mut sets) = sets.iter().copied().collect::<Option<Vec<&Set>>>() else {
         return Vec::new();
-    }
-    let mut sets: Vec<&Set> = sets.iter().map(|s| s.unwrap()).collect();
+    };
     sets.sort_by_key(|s| s.len());
+    let Some(smallest) = sets.first().filter(|s| !s.is_empty()) else {
+        return Vec::new();
+    };
     let mut out = Vec::new();
-    for m in sets[0].iter() {
+    for m in smallest.iter() {
         let b = m.to_bytes();
         if sets[1..].iter().all(|o| o.contains(&b)) {
             out.push(b.into_owned());
@@ -549,29 +573,23 @@ fn sintercard(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// ```
 /// Array: next cursor, then an array of members.
 fn sscan(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
-    let mut cursor = parse_cursor(args.at(2))?;
+    let cursor = scan::parse_cursor(args.at(2))?;
     let (db, out) = ctx.db_out();
     let Some(s) = read(db, args.at(1))? else {
-        scan_reply(out, 0, &[]);
+        scan::reply::<&[u8]>(out, 0, &[]);
         return Ok(());
     };
-    let o = parse_scan_opts(args, 3)?;
+    let o = scan::parse_opts(args, 3, false)?;
     let mut items = Vec::new();
-    let mut raw = 0;
-    let mut budget = o.count.saturating_mul(10);
-    loop {
-        cursor = s.scan(cursor, |m| {
-            raw += 1;
+    let cursor = scan::walk(cursor, o.count, |c, n| {
+        s.scan(c, |m| {
+            *n += 1;
             let b = m.to_bytes();
-            if scan_keep(&o, &b) {
+            if o.keeps(&b) {
                 items.push(b.into_owned());
             }
-        });
-        budget -= 1;
-        if cursor == 0 || budget == 0 || raw >= o.count {
-            break;
-        }
-    }
-    scan_reply(out, cursor, &items);
+        })
+    });
+    scan::reply(out, cursor, &items);
     Ok(())
 }

@@ -2,6 +2,7 @@
 
 use crate::command::dispatch::call;
 use crate::command::flags::*;
+use crate::command::gate::{self, Caller, Verdict};
 use crate::command::table::CmdRef;
 use crate::command::{Args, CommandSpec};
 use crate::error::{CmdResult, Error};
@@ -12,28 +13,28 @@ pub static SPECS: &[CommandSpec] = &[
     CommandSpec::new(
         "multi",
         1,
-        NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY,
+        NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | TXN_CONTROL,
         (0, 0, 0),
         multi,
     ),
     CommandSpec::new(
         "exec",
         1,
-        NOSCRIPT | LOADING | STALE | SKIP_SLOWLOG,
+        NOSCRIPT | LOADING | STALE | SKIP_SLOWLOG | TXN_CONTROL | TXN_EXEC,
         (0, 0, 0),
         exec,
     ),
     CommandSpec::new(
         "discard",
         1,
-        NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY,
+        NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | TXN_CONTROL,
         (0, 0, 0),
         discard,
     ),
     CommandSpec::new(
         "watch",
         -2,
-        NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY,
+        NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | TXN_CONTROL,
         (1, -1, 1),
         watch,
     ),
@@ -83,16 +84,23 @@ fn exec(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
     ctx.out().array(m.queue.len());
     for q in &m.queue {
         let args = q.argv.args();
-        call(
-            ctx.srv,
-            ctx.client,
-            CmdRef {
-                id: q.id,
-                spec: q.spec,
-            },
-            &args,
-            true,
-        );
+        let queued = CmdRef {
+            id: q.id,
+            spec: q.spec,
+        };
+        match gate::admit(ctx.srv, ctx.client, queued, &args, Caller::Exec) {
+            Verdict::Run(cmd) => {
+                call(ctx.srv, ctx.client, cmd, &args, true);
+            }
+            // ACL rules may change between MULTI and EXEC (issue 15): the
+            // refused command's slot in the array holds the error.
+            Verdict::Reject(_, r) => {
+                let e = r.error();
+                ctx.srv.stats.error(e.code());
+                ctx.client.reply.error_line(&e.text());
+            }
+            Verdict::Queue(_) | Verdict::Postpone => unreachable!("EXEC's gate runs or refuses"),
+        }
     }
     Ok(())
 }
@@ -138,13 +146,15 @@ fn watch(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         let expired_at_watch = db.is_expired(key);
         let w = db.watched.entry(key.into()).or_default();
         w.watchers += 1;
-        let (version, stale_deletes) = (w.version, w.stale_deletes);
+        let (version, stale_deletes, stale_arrivals) =
+            (w.version, w.stale_deletes, w.stale_arrivals);
         ctx.client.watched.push(WatchedKey {
             db: dbi,
             key: key.into(),
             version,
             expired_at_watch,
             stale_deletes,
+            stale_arrivals,
         });
     }
     ctx.out().ok();
@@ -167,16 +177,19 @@ fn unwatch(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
 fn watched_touched(srv: &Server, c: &Client) -> bool {
     c.watched.iter().any(|w| {
         let db = &srv.ks.dbs[w.db];
-        let changed = db.watched.get(&w.key).is_none_or(|e| {
-            let bumps = e.version - w.version;
-            let excused = if w.expired_at_watch {
-                (e.stale_deletes - w.stale_deletes).min(1)
-            } else {
-                0
-            };
-            bumps > excused
-        });
-        changed || (!w.expired_at_watch && db.is_expired(&w.key))
+        let Some(e) = db.watched.get(&w.key) else {
+            return true;
+        };
+        // A key that SWAPDB brought in already expired counts as expired
+        // from then on, as one watched when expired (Redis's `wk->expired`).
+        let expired = w.expired_at_watch || e.stale_arrivals != w.stale_arrivals;
+        let bumps = e.version - w.version;
+        let excused = if expired {
+            (e.stale_deletes - w.stale_deletes).min(1)
+        } else {
+            0
+        };
+        bumps > excused || (!expired && db.is_expired(&w.key))
     })
 }
 

@@ -2,7 +2,9 @@
 
 pub mod args;
 pub mod dispatch;
+pub mod gate;
 pub mod meta;
+pub mod replicated;
 pub mod spec;
 pub mod table;
 

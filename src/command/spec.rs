@@ -33,9 +33,21 @@ pub mod flags {
     pub const SENTINEL: u32 = 1 << 17;
     pub const ONLY_SENTINEL: u32 = 1 << 18;
     pub const NO_ASYNC_LOADING: u32 = 1 << 19;
+
+    // Oxidis's own flags for decisions Redis makes by comparing command
+    // procs; COMMAND INFO does not show them (they are not in `NAMES`).
+    /// Allowed in a RESP2 connection's pub/sub context.
+    pub const PUBSUB_CONTEXT: u32 = 1 << 24;
+    /// Acts on the transaction itself: runs at once inside MULTI, never queued.
+    pub const TXN_CONTROL: u32 = 1 << 25;
+    /// EXEC: for the pause stage it counts as the commands it queued.
+    pub const TXN_EXEC: u32 = 1 << 26;
+    /// Touches keys nobody named (SCAN, RANDOMKEY): the DELs of the keys it
+    /// expired are propagated without a MULTI/EXEC around them.
+    pub const TOUCHES_ARBITRARY_KEYS: u32 = 1 << 27;
     /// Refused unless its `enable-*-command` option allows it, before AUTH is
-    /// checked (Redis's CMD_PROTECTED; not shown by COMMAND INFO).
-    pub const PROTECTED: u32 = 1 << 20;
+    /// checked (Redis's CMD_PROTECTED).
+    pub const PROTECTED: u32 = 1 << 28;
 
     /// Flag names in Redis's `COMMAND INFO` order.
     pub const NAMES: &[(u32, &str)] = &[
@@ -52,7 +64,7 @@ pub mod flags {
         (SKIP_SLOWLOG, "skip_slowlog"),
         (FAST, "fast"),
         (NO_AUTH, "no_auth"),
-        (MAY_REPLICATE, "may_replicate"),
+        // MAY_REPLICATE is left out: Redis hides it from COMMAND INFO.
         (NO_MANDATORY_KEYS, "no_mandatory_keys"),
         (NO_MULTI, "no_multi"),
         (ALLOW_BUSY, "allow_busy"),

@@ -1,23 +1,25 @@
 //! Reading configuration: redis.conf text (`load_text`) and redis-server's
 //! command line (`from_args`), with Redis's fatal error texts.
 
-use super::{find_param, os_error, Config, Kind};
+use super::{bytes_path, find_param, os_error, Config, Kind};
 
 impl Config {
     /// Loads config-file text (also what command-line flags turn into).
     /// Errors are the full fatal-error text redis-server prints before exiting.
-    pub fn load_text(&mut self, text: &str) -> Result<(), String> {
-        for (n, raw) in text.split('\n').enumerate() {
-            let line = raw.trim_matches(|c| c == ' ' || c == '\t' || c == '\r');
-            if line.is_empty() || line.starts_with('#') {
+    /// The text is bytes, as Redis reads it: a value may hold any byte.
+    pub fn load_text(&mut self, text: &[u8]) -> Result<(), String> {
+        for (n, raw) in text.split(|&c| c == b'\n').enumerate() {
+            let line = trim_line(raw);
+            if line.is_empty() || line.starts_with(b"#") {
                 continue;
             }
+            let shown = String::from_utf8_lossy(line);
             let fail = |msg: &str| {
                 format!(
                     "\n*** FATAL CONFIG FILE ERROR (Redis {}) ***\nReading the configuration file, at line {}\n>>> '{}'\n{}",
                     crate::REDIS_VERSION,
                     n + 1,
-                    line,
+                    shown,
                     msg
                 )
             };
@@ -26,17 +28,17 @@ impl Config {
             if words.is_empty() {
                 continue;
             }
-            let name = words[0].to_ascii_lowercase();
+            let name = String::from_utf8_lossy(&words[0]).to_ascii_lowercase();
             let args = &words[1..];
             match name.as_str() {
                 "include" => {
                     if args.len() != 1 {
                         return Err(fail("Bad directive or wrong number of arguments"));
                     }
-                    let t = std::fs::read_to_string(&args[0]).map_err(|e| {
+                    let t = std::fs::read(bytes_path(&args[0])).map_err(|e| {
                         format!(
                             "Fatal error, can't open config file '{}': {}",
-                            args[0],
+                            String::from_utf8_lossy(&args[0]),
                             os_error(&e)
                         )
                     })?;
@@ -49,7 +51,7 @@ impl Config {
                 }
                 "save" => {
                     // Several `save` lines accumulate, as in Redis; `save ""` clears.
-                    let joined = args.join(" ");
+                    let joined = String::from_utf8_lossy(&args.join(&b' ')).into_owned();
                     if joined.trim().is_empty() && args.len() > 1 {
                         return Err(fail("Invalid save parameters"));
                     }
@@ -66,22 +68,23 @@ impl Config {
                     } else {
                         format!("{cur} {joined}")
                     };
-                    self.set("save", &v).map_err(|e| fail(&e))?;
+                    self.set("save", v.as_bytes()).map_err(|e| fail(&e))?;
                 }
                 _ => match find_param(&name) {
                     Some(prm) => {
-                        let multi = matches!(prm.kind, Kind::Special)
+                        let multi = (matches!(prm.kind, Kind::Special)
                             && !matches!(
                                 prm.name,
                                 "dir" | "unixsocketperm" | "cluster-announce-hostname"
-                            );
+                            ))
+                            || prm.name.starts_with("shutdown-on-sig");
                         if !multi && args.len() != 1 {
                             return Err(fail("wrong number of arguments"));
                         }
                         if multi && args.is_empty() {
                             return Err(fail("wrong number of arguments"));
                         }
-                        let v = args.join(" ");
+                        let v = args.join(&b' ');
                         self.set(prm.name, &v).map_err(|e| fail(&e))?;
                     }
                     None => return Err(fail("Bad directive or wrong number of arguments")),
@@ -92,15 +95,18 @@ impl Config {
     }
 }
 
-/// Splits a config line as Redis does (`sdssplitargs`).
-pub fn split_config_line(line: &str) -> Option<Vec<String>> {
-    let words = crate::resp::inline::split(line.as_bytes())?;
-    Some(
-        words
-            .iter()
-            .map(|w| String::from_utf8_lossy(w).into_owned())
-            .collect(),
-    )
+/// A config line without the spaces, tabs and CRs around it.
+fn trim_line(raw: &[u8]) -> &[u8] {
+    let blank = |c: &u8| matches!(c, b' ' | b'\t' | b'\r');
+    let start = raw.iter().position(|c| !blank(c)).unwrap_or(raw.len());
+    let end = raw.iter().rposition(|c| !blank(c)).map_or(start, |e| e + 1);
+    raw.get(start..end).unwrap_or_default()
+}
+
+/// Splits a config line as Redis does (`sdssplitargs`; `"\xff"` escapes
+/// give any byte).
+pub fn split_config_line(bytes: &[u8]) -> Option<Vec<Vec<u8>>> {
+    crate::resp::inline::split(bytes)
 }
 
 /// Turns `redis-server` command-line arguments into a Config, exactly as
@@ -117,7 +123,7 @@ pub fn from_args(args: &[String]) -> Result<Config, String> {
         }
     }
     let mut from_stdin = false;
-    let mut options = String::new();
+    let mut options: Vec<u8> = Vec::new();
     let mut handled_last = true;
     while j < args.len() {
         let a = &args[j];
@@ -125,28 +131,28 @@ pub fn from_args(args: &[String]) -> Result<Config, String> {
             from_stdin = true;
         } else if handled_last && a.starts_with("--") {
             if !options.is_empty() {
-                options.push('\n');
+                options.push(b'\n');
             }
-            options.push_str(&a[2..]);
-            options.push(' ');
-            if split_config_line(a).is_some_and(|w| w.len() == 1) {
+            options.extend_from_slice(&a.as_bytes()[2..]);
+            options.push(b' ');
+            if split_config_line(a.as_bytes()).is_some_and(|w| w.len() == 1) {
                 handled_last = false;
                 let next_is_opt = args.get(j + 1).is_some_and(|n| n.starts_with("--"));
                 if a.eq_ignore_ascii_case("--save") && (next_is_opt || j == args.len() - 1) {
-                    options.push_str("\"\"");
+                    options.extend_from_slice(b"\"\"");
                     handled_last = true;
                 }
             } else {
                 handled_last = true;
             }
         } else {
-            options.push_str(&quote(a));
-            options.push(' ');
+            options.extend_from_slice(quote(a.as_bytes()).as_bytes());
+            options.push(b' ');
             handled_last = true;
         }
         j += 1;
     }
-    let mut text = String::new();
+    let mut text: Vec<u8> = Vec::new();
     if let Some(path) = &file {
         let t = std::fs::read(path).map_err(|e| {
             format!(
@@ -154,27 +160,26 @@ pub fn from_args(args: &[String]) -> Result<Config, String> {
                 os_error(&e)
             )
         })?;
-        text.push_str(&String::from_utf8_lossy(&t));
+        text.extend_from_slice(&t);
         cfg.config_file = std::fs::canonicalize(path)
             .ok()
             .map(|p| p.display().to_string());
     }
     if from_stdin {
-        let mut s = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s).map_err(|e| e.to_string())?;
-        text.push_str(&s);
+        std::io::Read::read_to_end(&mut std::io::stdin(), &mut text).map_err(|e| e.to_string())?;
     }
     if !options.is_empty() {
-        text.push('\n');
-        text.push_str(&options);
+        text.push(b'\n');
+        text.extend_from_slice(&options);
     }
     cfg.load_text(&text)?;
     Ok(cfg)
 }
 
-/// Quotes a word the way `sdscatrepr` does, so the config parser reads it back.
-pub fn quote(s: &str) -> String {
+/// Quotes a word the way `sdscatrepr` does, so the config parser reads it
+/// back (the result is ASCII: other bytes become `\xNN`).
+pub fn quote(s: &[u8]) -> String {
     let mut out = Vec::new();
-    crate::server::monitor::repr(&mut out, s.as_bytes());
+    crate::server::monitor::repr(&mut out, s);
     String::from_utf8_lossy(&out).into_owned()
 }

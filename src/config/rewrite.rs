@@ -47,8 +47,10 @@ impl State {
                 st.lines.push(Some(line.to_string()));
                 continue;
             }
-            let words = split_config_line(line).unwrap_or_default();
-            let name = words.first().map(|w| w.to_ascii_lowercase());
+            let words = split_config_line(line.as_bytes()).unwrap_or_default();
+            let name = words
+                .first()
+                .map(|w| String::from_utf8_lossy(w).to_ascii_lowercase());
             let option = match name {
                 Some(n) => match find_param(&n) {
                     Some(p) => Some(p.name.to_string()),
@@ -125,7 +127,9 @@ impl State {
 }
 
 /// The lines an option is written as, as Redis's rewrite functions format them.
-fn option_lines(name: &'static str, kind: Kind, value: &str) -> Vec<String> {
+fn option_lines(name: &'static str, kind: Kind, raw: &[u8]) -> Vec<String> {
+    let text = String::from_utf8_lossy(raw);
+    let value: &str = &text;
     match (name, kind) {
         ("save", _) => {
             let w: Vec<&str> = value.split_whitespace().collect();
@@ -154,7 +158,7 @@ fn option_lines(name: &'static str, kind: Kind, value: &str) -> Vec<String> {
                     vec![format!("{name} {value}")]
                 };
             }
-            vec![format!("{name} {}", quote(value))]
+            vec![format!("{name} {}", quote(raw))]
         }
         (_, Kind::Memory(..)) | (_, Kind::MemoryPercent(..)) if !value.ends_with('%') => {
             vec![format!(
@@ -175,9 +179,9 @@ pub fn rewrite(cfg: &Config, path: &str) -> Result<(), String> {
     };
     let mut st = State::read(&old);
     for p in PARAMS {
-        let value = cfg.get(p.name).unwrap_or("");
+        let value = cfg.get_bytes(p.name).unwrap_or_default();
         // Redis always writes these, default or not.
-        let force = value != p.default
+        let force = value != p.default.as_bytes()
             || matches!(p.name, "save" | "dir" | "latency-tracking-info-percentiles");
         let lines = option_lines(p.name, p.kind, value);
         if lines.is_empty() {
@@ -185,7 +189,7 @@ pub fn rewrite(cfg: &Config, path: &str) -> Result<(), String> {
         }
         // client-output-buffer-limit is one line per class, each written only
         // when that class differs from its default.
-        let defaults = option_lines(p.name, p.kind, p.default);
+        let defaults = option_lines(p.name, p.kind, p.default.as_bytes());
         let per_line = p.name == "client-output-buffer-limit";
         for l in lines {
             let f = if per_line {
@@ -217,7 +221,7 @@ mod tests {
         let original = "# my config\nport 16420\n\n# memory\nmaxmemory 100mb\nsave 900 1\nsave 300 10\nappendonly no\nslave-read-only yes\nloglevel notice\ndaemonize no\n";
         std::fs::write(&path, original).unwrap();
         let mut cfg = Config::default();
-        cfg.load_text(original).unwrap();
+        cfg.load_text(original.as_bytes()).unwrap();
         for (k, v) in [
             ("maxmemory", "200mb"),
             ("hz", "20"),
@@ -226,7 +230,7 @@ mod tests {
             ("notify-keyspace-events", "KEA"),
             ("client-output-buffer-limit", "normal 1mb 2mb 3"),
         ] {
-            cfg.set(k, v).unwrap();
+            cfg.set(k, v.as_bytes()).unwrap();
         }
         rewrite(&cfg, path.to_str().unwrap()).unwrap();
         let got = std::fs::read_to_string(&path).unwrap();

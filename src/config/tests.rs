@@ -87,9 +87,9 @@ fn fatal_errors_name_the_line() {
 #[test]
 fn aliases_share_one_value() {
     let mut c = Config::default();
-    c.set("slave-read-only", "no").unwrap();
+    c.set("slave-read-only", b"no").unwrap();
     assert_eq!(c.get("replica-read-only"), Some("no"));
-    c.set("HASH-MAX-ZIPLIST-ENTRIES", "7").unwrap();
+    c.set("HASH-MAX-ZIPLIST-ENTRIES", b"7").unwrap();
     assert_eq!(c.get("hash-max-listpack-entries"), Some("7"));
     assert_eq!(c.hash_max_listpack_entries, 7);
 }
@@ -100,4 +100,49 @@ fn memory_units() {
     assert_eq!(parse_memory("100k"), Some(100_000));
     assert_eq!(parse_memory("12"), Some(12));
     assert_eq!(parse_memory("x"), None);
+}
+
+#[test]
+fn binary_values_from_a_file_and_through_rewrite() {
+    let dir = std::env::temp_dir().join(format!("oxidis-bin-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("b.conf");
+    // An escaped value and one with raw bytes that are not UTF-8.
+    let mut text = b"requirepass \"\\xff\\xfe\\xfd\"\nmasterauth ".to_vec();
+    text.extend_from_slice(b"\xc3\x28\x80\n");
+    std::fs::write(&path, &text).unwrap();
+    let c = from_args(&args(&[path.to_str().unwrap()])).unwrap();
+    assert_eq!(c.requirepass.as_deref(), Some(&b"\xff\xfe\xfd"[..]));
+    assert_eq!(c.get_bytes("masterauth"), Some(&b"\xc3\x28\x80"[..]));
+    // CONFIG REWRITE writes them escaped; loading the file gives the bytes back.
+    rewrite::rewrite(&c, path.to_str().unwrap()).unwrap();
+    let written = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        written.contains("requirepass \"\\xff\\xfe\\xfd\""),
+        "{written}"
+    );
+    assert!(written.contains("masterauth \"\\xc3(\\x80\""), "{written}");
+    let again = from_args(&args(&[path.to_str().unwrap()])).unwrap();
+    assert_eq!(again.requirepass, c.requirepass);
+    assert_eq!(again.get_bytes("masterauth"), c.get_bytes("masterauth"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+// A config file line with several shutdown flags, as CONFIG REWRITE writes it
+// (redis-server 7.0.15 loads `shutdown-on-sigterm nosave now` and
+// `shutdown-on-sigint "save" force` and shows "nosave now" and "save force").
+#[test]
+fn shutdown_flags_take_several_words() {
+    let c = from_args(&args(&[
+        "--shutdown-on-sigterm",
+        "nosave",
+        "now",
+        "--shutdown-on-sigint",
+        "save",
+        "force",
+    ]))
+    .unwrap();
+    assert_eq!(c.get("shutdown-on-sigterm"), Some("nosave now"));
+    assert_eq!(c.get("shutdown-on-sigint"), Some("save force"));
+    assert!(from_args(&args(&["--shutdown-on-sigterm", "save", "nosave"])).is_err());
 }

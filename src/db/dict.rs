@@ -89,6 +89,9 @@ impl<V> Default for Dict<V> {
 
 const MIN_SIZE: usize = 4;
 
+/// Entries [`Dict::random_fair`] samples before picking one (Redis's 15).
+const FAIR_SAMPLE: usize = 15;
+
 impl<V> Dict<V> {
     pub fn new() -> Self {
         Dict {
@@ -197,15 +200,17 @@ impl<V> Dict<V> {
         }
         let i = self.index(&key);
         let next = self.buckets[i].take();
-        self.buckets[i] = Some(Box::new(Entry { key, val, next }));
         self.len += 1;
-        &mut self.buckets[i].as_mut().unwrap().val
+        &mut self.buckets[i]
+            .insert(Box::new(Entry { key, val, next }))
+            .val
     }
 
     /// The value for `key`, inserting `make()` first when absent. The bool is true when inserted.
     pub fn get_or_insert_with(&mut self, key: &[u8], make: impl FnOnce() -> V) -> (&mut V, bool) {
         // Two lookups keep the borrow checker simple; the second one is rare.
         if self.get(key).is_some() {
+            #[allow(clippy::unwrap_used)] // found by the lookup just above
             return (self.get_mut(key).unwrap(), false);
         }
         (self.insert_key(Key::new(key), make()), true)
@@ -225,7 +230,9 @@ impl<V> Dict<V> {
             match link {
                 None => return None,
                 Some(e) if &*e.key == key => {
-                    let mut boxed = link.take().unwrap();
+                    let Some(mut boxed) = link.take() else {
+                        return None; // matched as Some just above
+                    };
                     *link = boxed.next.take();
                     self.len -= 1;
                     let out = (boxed.key.into_box(), boxed.val);
@@ -328,6 +335,61 @@ impl<V> Dict<V> {
         v.reverse_bits()
     }
 
+    /// A random entry, drawn from a sample of up to [`FAIR_SAMPLE`] entries
+    /// found in consecutive buckets from a random one (Redis's
+    /// `dictGetFairRandomKey`). [`Dict::random`] favours entries alone in
+    /// their bucket (one in a chain of two is picked half as often); this is
+    /// what HRANDFIELD, SRANDMEMBER, SPOP and RANDOMKEY use, as Redis does.
+    pub fn random_fair(&self, mut rand: impl FnMut() -> u64) -> Option<(&[u8], &V)> {
+        if self.len == 0 {
+            return None;
+        }
+        let want = FAIR_SAMPLE.min(self.len);
+        let mask = self.buckets.len() - 1;
+        let mut sample: [Option<&Entry<V>>; FAIR_SAMPLE] = [None; FAIR_SAMPLE];
+        let mut seen = 0usize;
+        let mut i = (rand() as usize) & mask;
+        let mut empty_run = 0;
+        let mut steps = want * 10;
+        while seen < want && steps > 0 {
+            steps -= 1;
+            match self.buckets[i].as_deref() {
+                None => {
+                    // A long empty stretch: jump elsewhere (sparse tables).
+                    empty_run += 1;
+                    if empty_run >= 5 && empty_run > want {
+                        i = (rand() as usize) & mask;
+                        empty_run = 0;
+                    }
+                }
+                Some(head) => {
+                    empty_run = 0;
+                    // The whole chain is sampled (reservoir sampling past
+                    // `want`), so the end of a chain is not disfavoured.
+                    let mut cur = Some(head);
+                    while let Some(e) = cur {
+                        if seen < want {
+                            sample[seen] = Some(e);
+                        } else {
+                            let r = (rand() % (seen as u64 + 1)) as usize;
+                            if r < want {
+                                sample[r] = Some(e);
+                            }
+                        }
+                        seen += 1;
+                        cur = e.next.as_deref();
+                    }
+                }
+            }
+            i = (i + 1) & mask;
+        }
+        if seen == 0 {
+            return self.random(rand);
+        }
+        let e = sample[(rand() % seen.min(want) as u64) as usize]?;
+        Some((&*e.key, &e.val))
+    }
+
     /// A random entry, choosing a random non-empty bucket then a random entry
     /// in its chain (Redis's `dictGetRandomKey`). `rand` returns uniform u64s.
     pub fn random(&self, mut rand: impl FnMut() -> u64) -> Option<(&[u8], &V)> {
@@ -344,11 +406,14 @@ impl<V> Dict<V> {
                     n += 1;
                     cur = e.next.as_deref();
                 }
-                let mut pick = (rand() % n) as usize;
+                let pick = (rand() % n) as usize;
+                // `pick` is below the chain's length, counted just above.
                 let mut cur = head;
-                while pick > 0 {
-                    cur = cur.next.as_deref().unwrap();
-                    pick -= 1;
+                for _ in 0..pick {
+                    match cur.next.as_deref() {
+                        Some(next) => cur = next,
+                        None => break,
+                    }
                 }
                 return Some((&*cur.key, &cur.val));
             }
@@ -467,5 +532,49 @@ mod tests {
                 "missing {i}"
             );
         }
+    }
+
+    /// A deterministic xorshift generator for the sampling tests.
+    fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
+        move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        }
+    }
+
+    #[test]
+    fn random_fair_is_uniform_whatever_the_chains() {
+        // 10 entries in 16 buckets: some share a bucket, which `random`
+        // picks half as often (HRANDFIELD's chi-square test in Redis's suite).
+        let mut d = Dict::new();
+        for i in 0..10u32 {
+            d.insert(format!("f{i}").as_bytes(), i as usize);
+        }
+        let mut counts = [0u32; 10];
+        let mut rand = xorshift(0x9e37_79b9_7f4a_7c15);
+        for _ in 0..100_000 {
+            counts[*d.random_fair(&mut rand).unwrap().1] += 1;
+        }
+        for c in counts {
+            assert!((9_000..11_000).contains(&c), "{counts:?}");
+        }
+    }
+
+    #[test]
+    fn random_fair_reaches_every_entry_of_a_big_table() {
+        let mut d = Dict::new();
+        for i in 0..1000u32 {
+            d.insert(format!("m{i}").as_bytes(), i as usize);
+        }
+        // Leave it sparse (1/8 full) so the empty-run jumps are exercised.
+        d.retain(|_, v| *v % 7 == 0);
+        let mut seen = HashSet::new();
+        let mut rand = xorshift(42);
+        for _ in 0..20_000 {
+            seen.insert(*d.random_fair(&mut rand).unwrap().1);
+        }
+        assert_eq!(seen.len(), d.len());
     }
 }

@@ -24,6 +24,10 @@ pub struct Watched {
     /// expired: for a client that WATCHed the key when it was already
     /// expired, that deletion is no logical change (Redis's `wk->expired`).
     pub stale_deletes: u64,
+    /// How many times SWAPDB brought an already expired key where the key
+    /// did not exist: no logical change, and the key counts as expired for
+    /// watchers from then on (Redis sets `wk->expired`).
+    pub stale_arrivals: u64,
 }
 
 /// A stored value with its access metadata (what Redis keeps in `robj.lru`).
@@ -55,6 +59,25 @@ thread_local! {
 /// the dispatcher calls this with the client's `no_touch` flag.
 pub fn set_no_touch(on: bool) {
     NO_TOUCH.with(|c| c.set(on));
+}
+
+thread_local! {
+    /// While CLIENT PAUSE is in effect (until this real-clock unix ms), reads
+    /// treat keys past their TTL as missing but leave them in place, so the
+    /// dataset does not change under a pause (Redis's `expireIfNeeded`).
+    static EXPIRY_HELD_UNTIL_MS: std::cell::Cell<i64> = const { std::cell::Cell::new(0) };
+}
+
+/// Holds deletion of expired keys by reads until `until_ms` (0: no hold);
+/// CLIENT PAUSE and UNPAUSE call this.
+pub fn hold_expiry_until(until_ms: i64) {
+    EXPIRY_HELD_UNTIL_MS.with(|c| c.set(until_ms));
+}
+
+/// True while CLIENT PAUSE holds the deletion of expired keys.
+pub fn expiry_held() -> bool {
+    let until = EXPIRY_HELD_UNTIL_MS.with(|c| c.get());
+    until != 0 && clock::real_now_us() / 1000 < until
 }
 
 fn now_secs() -> u32 {
@@ -182,12 +205,34 @@ impl Db {
         }
     }
 
+    /// For reads: deletes `key` if its time has come, unless CLIENT PAUSE
+    /// holds expiry; true when the key is due but held (reads then treat it
+    /// as missing).
+    fn expire_for_read(&mut self, key: &[u8]) -> bool {
+        if self.expires.is_empty() {
+            return false;
+        }
+        match self.expires.get(key) {
+            Some(&at) if at <= clock::now_ms() => {
+                if expiry_held() {
+                    return true;
+                }
+                self.delete_expired(key);
+                false
+            }
+            _ => false,
+        }
+    }
+
     /// Removes an expired key and records it for the `expired` event.
     pub fn delete_expired(&mut self, key: &[u8]) {
         self.expires.remove(key);
         if let Some((k, _)) = self.keys.remove_entry(key) {
             self.touch_stale(&k);
             self.expired_count += 1;
+            if LOG_EXPIRED.with(|c| c.get()) {
+                EXPIRED_LOG.with(|l| l.borrow_mut().push((self.id, k.clone())));
+            }
             self.expired.push(k);
             mark_events_pending();
         }
@@ -196,8 +241,8 @@ impl Db {
     /// Looks a key up for reading, counting a keyspace hit or miss and
     /// recording the access (LRU/LFU).
     pub fn get(&mut self, key: &[u8]) -> Option<&mut Value> {
-        self.expire_if_needed(key);
-        match self.keys.get_mut(key) {
+        let held = self.expire_for_read(key);
+        match if held { None } else { self.keys.get_mut(key) } {
             Some(e) => {
                 self.hits += 1;
                 e.access(&mut self.rng);
@@ -249,8 +294,8 @@ impl Db {
     /// Expires `key` if due, counts a hit or miss, and on a miss raises
     /// `keymiss` when `keymiss` is set and the event is enabled.
     fn counted_lookup(&mut self, key: &[u8], keymiss: bool) -> Option<&Entry> {
-        self.expire_if_needed(key);
-        match self.keys.get(key) {
+        let held = self.expire_for_read(key);
+        match if held { None } else { self.keys.get(key) } {
             Some(e) => {
                 self.hits += 1;
                 Some(e)
@@ -292,8 +337,8 @@ impl Db {
 
     /// Records an access without reading the value (TOUCH); true when the key exists.
     pub fn touch_access(&mut self, key: &[u8]) -> bool {
-        self.expire_if_needed(key);
-        match self.keys.get_mut(key) {
+        let held = self.expire_for_read(key);
+        match if held { None } else { self.keys.get_mut(key) } {
             Some(e) => {
                 e.access(&mut self.rng);
                 true
@@ -303,8 +348,7 @@ impl Db {
     }
 
     pub fn contains(&mut self, key: &[u8]) -> bool {
-        self.expire_if_needed(key);
-        self.keys.contains_key(key)
+        !self.expire_for_read(key) && self.keys.contains_key(key)
     }
 
     /// Sets `key` to `val`, dropping any TTL (Redis's `setKey`).
@@ -355,13 +399,16 @@ impl Db {
         make: impl FnOnce() -> Value,
     ) -> (&mut Value, bool) {
         self.expire_if_needed(key);
-        if !self.keys.contains_key(key) {
+        let created = !self.keys.contains_key(key);
+        if created {
             self.add_new(key, make());
-            return (&mut self.keys.get_mut(key).unwrap().val, true);
         }
+        #[allow(clippy::unwrap_used)] // present: found above or added just now
         let e = self.keys.get_mut(key).unwrap();
-        e.access(&mut self.rng);
-        (&mut e.val, false)
+        if !created {
+            e.access(&mut self.rng);
+        }
+        (&mut e.val, created)
     }
 
     /// Deletes a key; returns its value.
@@ -463,7 +510,12 @@ impl Db {
                 ..
             } = db;
             for (k, w) in watched.iter_mut() {
-                if keys.contains_key(k) || other.keys.contains_key(k) {
+                if !keys.contains_key(k)
+                    && other.keys.contains_key(k)
+                    && !live(&other.keys, &other.expires, k, now)
+                {
+                    w.stale_arrivals += 1;
+                } else if keys.contains_key(k) || other.keys.contains_key(k) {
                     w.version += 1;
                     if !live(keys, expires, k, now) && !live(&other.keys, &other.expires, k, now) {
                         w.stale_deletes += 1;
@@ -516,7 +568,9 @@ impl Db {
             if self.is_expired(&k) {
                 tries += 1;
                 if tries < 100 || self.expires.len() < self.keys.len() {
-                    self.delete_expired(&k);
+                    if !expiry_held() {
+                        self.delete_expired(&k);
+                    }
                     continue;
                 }
             }
@@ -560,6 +614,24 @@ thread_local! {
 #[inline]
 fn mark_events_pending() {
     EVENTS_PENDING.with(|c| c.set(true));
+}
+
+thread_local! {
+    /// Set while the stream has consumers (`server::propagate`): expired keys
+    /// are then also logged in `EXPIRED_LOG`, to be propagated as DEL.
+    static LOG_EXPIRED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    static EXPIRED_LOG: std::cell::RefCell<Vec<(usize, Box<[u8]>)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Starts (or stops) logging expired keys for propagation.
+pub fn log_expired(on: bool) {
+    LOG_EXPIRED.with(|c| c.set(on));
+}
+
+/// Expired keys (database, key) logged since the last call, oldest first.
+pub fn take_expired_log() -> Vec<(usize, Box<[u8]>)> {
+    EXPIRED_LOG.with(|l| std::mem::take(&mut *l.borrow_mut()))
 }
 
 /// True when some database recorded expired keys or key events not yet taken.
@@ -687,7 +759,15 @@ mod tests {
         a.set_expire(b"stale", 1);
         a.set(b"live", s("v"));
         b.set(b"theirs", s("v"));
-        for k in [&b"stale"[..], b"live", b"theirs", b"nowhere"] {
+        b.set(b"arrives_stale", s("v"));
+        b.set_expire(b"arrives_stale", 1);
+        for k in [
+            &b"stale"[..],
+            b"live",
+            b"theirs",
+            b"nowhere",
+            b"arrives_stale",
+        ] {
             a.watched.insert(k.into(), Watched::default());
         }
         a.swap_data(&mut b);
@@ -699,6 +779,9 @@ mod tests {
         assert_eq!(w(b"live"), (1, 0));
         assert_eq!(w(b"theirs"), (1, 0));
         assert_eq!(w(b"nowhere"), (0, 0));
+        // Nothing replaced by an expired key: no touch, a stale arrival.
+        assert_eq!(w(b"arrives_stale"), (0, 0));
+        assert_eq!(a.watched[&b"arrives_stale"[..]].stale_arrivals, 1);
         assert!(a.peek(b"theirs").is_some() && b.peek(b"live").is_some());
     }
 

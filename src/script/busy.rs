@@ -22,10 +22,9 @@ use super::lua::{self, ffi, State};
 use super::{run_ctx, RunCtx};
 use crate::command::args::Args;
 use crate::command::dispatch;
-use crate::command::spec::flags;
-use crate::error::Error;
+use crate::command::gate::{self, Caller, Verdict};
 use crate::resp::decode::{Decoder, Limits, Parsed};
-use crate::server::client::{Client, ConnKind, Queued};
+use crate::server::client::{Client, ConnKind};
 use crate::server::listener::accept_client_borrowed;
 use crate::server::Server;
 
@@ -219,8 +218,8 @@ fn answer(srv: &mut Server, c: &mut Client, is_function: bool) {
         match decoder.parse(&input[used..], limits) {
             Parsed::Command { consumed } => {
                 let (buf, ranges) = decoder.request(&input[used..used + consumed]);
-                if !ranges.is_empty() {
-                    run_one(srv, c, &Args::new(buf, ranges), is_function);
+                if !ranges.is_empty() && !run_one(srv, c, &Args::new(buf, ranges), is_function) {
+                    break;
                 }
                 used += consumed;
             }
@@ -233,39 +232,26 @@ fn answer(srv: &mut Server, c: &mut Client, is_function: bool) {
     c.pending_input = input;
 }
 
-/// One command while a script is busy: the usual checks, then BUSY unless the
-/// command is flagged allow-busy.
-fn run_one(srv: &mut Server, c: &mut Client, args: &Args, is_function: bool) {
-    match dispatch::check(srv, c, args) {
-        Err((cmd, e)) => dispatch::reject(srv, c, cmd, e),
-        // SHUTDOWN is allowed while busy only with NOSAVE (Redis's shutdownCommand).
-        Ok(cmd)
-            if !cmd.spec.has(flags::ALLOW_BUSY)
-                || (cmd.spec.name == "shutdown"
-                    && !args.from(1).any(|a| a.eq_ignore_ascii_case(b"nosave"))) =>
-        {
-            let busy = if is_function {
-                BUSY_FUNCTION
-            } else {
-                BUSY_EVAL
-            };
-            dispatch::reject(srv, c, Some(cmd), Error::coded(busy));
+/// One command while a script is busy, through the gate (which answers
+/// BUSY unless the command is flagged allow-busy). False when CLIENT PAUSE
+/// holds it: it stays unread, for the connection task.
+fn run_one(srv: &mut Server, c: &mut Client, args: &Args, function: bool) -> bool {
+    match gate::check(srv, c, args, Caller::WhileBusy { function }) {
+        Verdict::Run(cmd) => {
+            dispatch::call(srv, c, cmd, args, false);
         }
-        Ok(cmd) => {
-            let control = matches!(
-                cmd.spec.name,
-                "exec" | "discard" | "multi" | "watch" | "quit" | "reset"
-            );
-            if let (Some(m), false) = (c.multi.as_mut(), control) {
-                m.queue.push(Queued {
-                    spec: cmd.spec,
-                    id: cmd.id,
-                    argv: args.to_owned(),
-                });
-                c.reply.raw(b"+QUEUED\r\n");
-            } else {
-                dispatch::call(srv, c, cmd, args, false);
-            }
-        }
+        Verdict::Queue(cmd) => dispatch::queue(c, cmd, args),
+        Verdict::Reject(cmd, r) => dispatch::reject(srv, c, cmd, &r),
+        Verdict::Postpone => return false,
     }
+    true
+}
+
+/// The running script (true: a FUNCTION) once it has passed
+/// `busy-reply-threshold`, or None: what SHUTDOWN without NOSAVE refuses.
+pub fn busy_script() -> Option<bool> {
+    // SAFETY: read on the data thread; the reference does not outlive this call.
+    unsafe { run_ctx() }
+        .filter(|r| r.busy)
+        .map(|r| r.is_function)
 }

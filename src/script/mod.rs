@@ -15,6 +15,7 @@
 pub mod bit;
 pub mod busy;
 pub mod cjson;
+pub mod cmd_flags;
 pub mod convert;
 pub mod function;
 pub mod lua;
@@ -288,6 +289,9 @@ pub fn run(srv: &mut Server, caller: &mut Client, call: Call<'_>) {
         is_function: call.is_function,
         command: call.command,
     };
+    // The script is propagated as the commands it runs (wrapped in
+    // MULTI/EXEC when there are several), never as EVAL/FCALL itself.
+    srv.prop.prevent();
     RUN.with(|c| c.set(&mut ctx as *mut RunCtx));
     // SAFETY: the VM belongs to this server and thread; `RUN` points at
     // `ctx`, which outlives the call; `srv` is not used again until Lua returns.
@@ -308,6 +312,7 @@ pub fn run(srv: &mut Server, caller: &mut Client, call: Call<'_>) {
         let rc = ffi::lua_pcall(l, nargs, 1, base + 1);
         busy::remove_hook(l);
         RUN.with(|c| c.set(std::ptr::null_mut()));
+        srv.prop.set_script_repl(true);
         if rc == 0 {
             convert::reply_from_lua(l, &mut caller.reply, ctx.resp);
         } else {

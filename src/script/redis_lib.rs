@@ -2,6 +2,7 @@
 //! sha1hex, log, setresp, set_repl, replicate_commands, breakpoint, debug,
 //! acl_check_cmd and the constants, with Redis 7.0's errors.
 
+use std::borrow::Cow;
 use std::cell::Cell;
 use std::ffi::c_int;
 
@@ -9,7 +10,7 @@ use super::lua::{self, ffi, push_bytes, push_str, to_bytes, State};
 use super::run_ctx;
 use crate::command::args::Args;
 use crate::command::dispatch;
-use crate::command::spec::flags;
+use crate::command::gate::{self, Caller, Verdict};
 
 /// Creates the global `redis` table.
 pub unsafe fn open(l: State) {
@@ -144,21 +145,21 @@ unsafe fn execute(l: State) -> bool {
     let (mut buf, mut ranges) = SCRATCH.with(|c| c.take());
     buf.clear();
     ranges.clear();
-    let checked = read_args(l, &mut buf, &mut ranges).and_then(|()| {
-        let args = Args::new(&buf, &ranges);
-        let cmd =
-            dispatch::resolve(&args).map_err(|_| "Unknown Redis command called from script")?;
-        if !cmd.spec.arity_ok(args.len()) {
-            return Err("Wrong number of args calling Redis command from script");
-        }
-        if cmd.spec.has(flags::NOSCRIPT) {
-            return Err("This Redis command is not allowed from script");
-        }
-        if run.read_only && cmd.spec.has(flags::WRITE | flags::MAY_REPLICATE) {
-            return Err("Write commands are not allowed from read-only scripts.");
-        }
-        Ok(cmd)
-    });
+    let checked = read_args(l, &mut buf, &mut ranges)
+        .map_err(Cow::Borrowed)
+        .and_then(|()| {
+            let args = Args::new(&buf, &ranges);
+            let caller = Caller::Script {
+                read_only: run.read_only,
+            };
+            match gate::check(&*run.srv, &*run.client, &args, caller) {
+                Verdict::Run(cmd) => Ok(cmd),
+                Verdict::Reject(_, r) => Err(Cow::Owned(format!("-{}", r.error().text()))),
+                Verdict::Queue(_) | Verdict::Postpone => {
+                    unreachable!("a script's commands run or are refused")
+                }
+            }
+        });
     let cmd = match checked {
         Ok(c) => c,
         Err(msg) => {
@@ -296,6 +297,10 @@ unsafe extern "C-unwind" fn set_repl(l: State) -> c_int {
             l,
             "Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.",
         );
+    }
+    if let Some(run) = run_ctx() {
+        // The propagation stream is what replicas get (REPL_REPLICA = 2).
+        (*run.srv).prop.set_script_repl(flags & 2 != 0);
     }
     0
 }

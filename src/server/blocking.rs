@@ -8,6 +8,7 @@
 use super::client::{Blocked, Client};
 use super::{Ctx, Server};
 use crate::command::dispatch::call;
+use crate::command::gate::{self, Caller, Verdict};
 use crate::command::table::CmdRef;
 use crate::db::Kind;
 use crate::error::Error;
@@ -16,22 +17,33 @@ use crate::error::Error;
 /// forever), as Redis's `getTimeoutFromObjectOrReply` does with a long
 /// double: the product is rounded up, and a value too large for a 64-bit
 /// count of milliseconds wraps negative in C, hence `timeout is negative`.
+/// The one parser of every blocking command that takes seconds (BLPOP,
+/// BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP, BZPOPMIN, BZPOPMAX, BZMPOP).
 pub fn parse_timeout(arg: &[u8]) -> Result<i64, Error> {
     if let Some(ms) = plain_decimal_ms(arg) {
         return match ms {
             Some(ms) if ms >= 0 => Ok(ms),
-            _ => Err(Error::msg("timeout is negative")),
+            _ => Err(Error::TimeoutNegative),
         };
     }
-    let v = parse_long_double(arg)
-        .ok_or_else(|| Error::msg("timeout is not a float or out of range"))?;
+    let v = parse_long_double(arg).ok_or(Error::TimeoutNotFloat)?;
     let ms = (v * 1000.0).ceil();
     // 2^63: the first value a C cast to long long cannot hold.
     const LIMIT: f64 = 9_223_372_036_854_775_808.0;
     if !(0.0..LIMIT).contains(&ms) {
-        return Err(Error::msg("timeout is negative"));
+        return Err(Error::TimeoutNegative);
     }
     Ok(ms as i64)
+}
+
+/// Parses a timeout given in milliseconds (WAIT, CLIENT PAUSE): the same
+/// function in Redis with its integer unit (0 = forever for WAIT).
+pub fn parse_timeout_ms(arg: &[u8]) -> Result<i64, Error> {
+    match crate::types::number::parse_i64(arg) {
+        Some(ms) if ms >= 0 => Ok(ms),
+        Some(_) => Err(Error::TimeoutNegative),
+        None => Err(Error::TimeoutNotInteger),
+    }
 }
 
 /// `ceil(x * 1000)` computed exactly for a plain decimal `[-+]digits[.digits]`
@@ -213,12 +225,25 @@ fn serve_key(srv: &mut Server, current: &mut Client, db: usize, key: &[u8]) {
             _ => return,
         }
         // The client cannot change database while blocked, so it runs in b.db.
-        let b = unregister(srv, &mut waiter).unwrap();
+        let Some(b) = unregister(srv, &mut waiter) else {
+            return; // looked up as blocked just above
+        };
         let cmd = CmdRef {
             id: b.id,
             spec: b.spec,
         };
-        call(srv, &mut waiter, cmd, &b.argv.args(), false);
+        let args = b.argv.args();
+        match gate::admit(srv, &waiter, cmd, &args, Caller::Woken) {
+            Verdict::Run(cmd) => {
+                srv.prop.serving_blocked = true;
+                call(srv, &mut waiter, cmd, &args, false);
+                srv.prop.serving_blocked = false;
+            }
+            Verdict::Reject(cmd, r) => crate::command::dispatch::reject(srv, &mut waiter, cmd, &r),
+            Verdict::Queue(_) | Verdict::Postpone => {
+                unreachable!("a woken command runs or is refused")
+            }
+        }
         crate::server::notify::flush(srv, &mut waiter);
         // Waiting again (nothing it could take): the original deadline stands.
         if let Some(again) = waiter.blocked.as_mut() {
@@ -243,10 +268,8 @@ mod tests {
     /// Expected values observed on redis-server 7.0.15.
     #[test]
     fn timeouts_parse_as_redis() {
-        let neg = Err(crate::error::Error::msg("timeout is negative"));
-        let nf = Err(crate::error::Error::msg(
-            "timeout is not a float or out of range",
-        ));
+        let neg = Err(crate::error::Error::TimeoutNegative);
+        let nf = Err(crate::error::Error::TimeoutNotFloat);
         assert_eq!(parse_timeout(b"0"), Ok(0));
         assert_eq!(parse_timeout(b"1.5"), Ok(1500));
         assert_eq!(parse_timeout(b"0.0001"), Ok(1));

@@ -111,6 +111,9 @@ pub enum ReplyMode {
     Off,
     /// Set by `CLIENT REPLY SKIP`: the next command's reply is dropped.
     SkipThis,
+    /// While the command after `CLIENT REPLY SKIP` runs: its reply is dropped
+    /// unless it turns replies back on (CLIENT REPLY ON answers `+OK`).
+    Skipping,
 }
 
 /// A command queued by MULTI.
@@ -138,6 +141,8 @@ pub struct WatchedKey {
     pub expired_at_watch: bool,
     /// `Watched::stale_deletes` at WATCH time.
     pub stale_deletes: u64,
+    /// `Watched::stale_arrivals` at WATCH time.
+    pub stale_arrivals: u64,
 }
 
 /// A client waiting in a blocking command (BLPOP, BZPOPMIN, ...).

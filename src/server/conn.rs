@@ -13,7 +13,6 @@ use tokio::time::Sleep;
 use super::client::{Client, ClientCell};
 use super::{blocking, Server};
 use crate::command::args::Args;
-use crate::command::dispatch;
 use crate::resp::decode::{Decoder, Limits, Parsed};
 
 /// Bytes read from a socket at a time (Redis's `PROTO_IOBUF_LEN`).
@@ -372,17 +371,19 @@ fn process(srv: &mut Server, c: &mut Client, input: &mut Input) -> usize {
                 input.need = 1;
                 let (buf, ranges) = decoder.request(&rest[..consumed]);
                 if !ranges.is_empty() {
-                    let args = Args::new(buf, ranges);
-                    if srv.pause.is_some() && dispatch::must_postpone(srv, c, &args) {
-                        // Left in the buffer, parsed again when the pause ends.
-                        c.postponed = true;
-                        return used;
-                    }
                     if !touched {
                         c.last_interaction = std::time::Instant::now();
                         touched = true;
                     }
-                    super::fault::dispatch_guarded(srv, c, &args);
+                    // Redis trims its query buffer after the batch, so
+                    // CLIENT LIST's qbuf counts the batch during a command.
+                    c.qbuf = input.buf.len();
+                    super::fault::dispatch_guarded(srv, c, &Args::new(buf, ranges));
+                    if c.postponed {
+                        // CLIENT PAUSE holds it: left in the buffer, parsed
+                        // again when the pause ends.
+                        return used;
+                    }
                 }
                 used += consumed;
             }

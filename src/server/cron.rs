@@ -27,8 +27,10 @@ pub async fn run(srv: Rc<RefCell<Server>>) {
         let paused = s
             .pause
             .is_some_and(|p| p.until_ms > crate::clock::real_now_us() / 1000);
-        if !paused {
+        if !paused && s.active_expire {
             active_expire(&mut s);
+            let lazy = super::lazy_expire(&s);
+            s.prop.flush_expired(lazy);
         }
         let now = crate::clock::now_ms();
         s.stats.sample_ops(now);
@@ -109,4 +111,6 @@ fn active_expire(s: &mut Server) {
             break;
         }
     }
+    let ms = start.elapsed().as_millis() as u64;
+    crate::cmd::server::latency::monitor_sample(s, "expire-cycle", ms);
 }

@@ -8,6 +8,8 @@ pub mod fault;
 pub mod listener;
 pub mod monitor;
 pub mod notify;
+pub mod oom;
+pub mod propagate;
 pub mod pubsub;
 pub mod shutdown;
 pub mod spin;
@@ -46,8 +48,12 @@ pub struct Server {
     pub activity: Rc<tokio::sync::Notify>,
     /// Clients paused by CLIENT PAUSE until this unix millisecond, and for which commands.
     pub pause: Option<Pause>,
+    /// The cron's active expiry cycle runs (DEBUG SET-ACTIVE-EXPIRE 0 stops it).
+    pub active_expire: bool,
     pub rng: Rng,
     pub last_save_unix: i64,
+    /// The stream of effects replicas and the AOF replay (see [`propagate`]).
+    pub prop: propagate::Propagation,
     /// Extension state for later families (scripting, tracking, ...).
     pub ext: Extensions,
 }
@@ -109,7 +115,7 @@ impl Server {
         let seed = crate::clock::real_now_us() as u64 ^ (std::process::id() as u64) << 32;
         let mut rng = Rng::new(seed);
         let run_id = (0..40)
-            .map(|_| char::from_digit((rng.next_u64() % 16) as u32, 16).unwrap())
+            .map(|_| char::from(b"0123456789abcdef"[(rng.next_u64() % 16) as usize]))
             .collect();
         Server {
             ks: Keyspace::new(config.databases),
@@ -126,8 +132,10 @@ impl Server {
             shutdown_signal: Rc::new(tokio::sync::Notify::new()),
             activity: Rc::new(tokio::sync::Notify::new()),
             pause: None,
+            active_expire: true,
             rng,
             last_save_unix: crate::clock::real_now_us() / 1_000_000,
+            prop: Default::default(),
             ext: Extensions::default(),
         }
     }
@@ -189,6 +197,23 @@ impl<'a> Ctx<'a> {
         (&mut self.srv.ks.dbs[self.client.db], &mut self.client.reply)
     }
 
+    /// The reply size at which a reply of a client-chosen length stops
+    /// (see [`pubsub::hard_output_cap`]); none for a script's own client,
+    /// which Redis never closes.
+    pub fn reply_cap(&self) -> usize {
+        if self.in_script {
+            usize::MAX
+        } else {
+            pubsub::hard_output_cap(self.srv, self.client)
+        }
+    }
+
+    /// Schedules the client's close once a streamed reply reached
+    /// [`Ctx::reply_cap`] (Redis's `CLIENT_CLOSE_ASAP`).
+    pub fn reply_capped(&mut self) {
+        pubsub::check_output_limit(self.srv, self.client);
+    }
+
     /// Records a change to `key` in the selected database: WATCH versions,
     /// the dirty counter and the keyspace event `event` of class `class`
     /// (see [`notify`]). Every command that changes a key calls this once per
@@ -209,10 +234,61 @@ impl<'a> Ctx<'a> {
         notify::emit(self.srv, self.client, class, event, db, key);
     }
 
+    /// True when something consumes the propagation stream; handlers that
+    /// must build a replacement command check it first, so they allocate
+    /// nothing when nobody listens.
+    #[inline]
+    pub fn propagating(&self) -> bool {
+        self.srv.prop.active()
+    }
+
+    /// Propagate this instead of the command, if it changes the dataset
+    /// (Redis's `rewriteClientCommandVector`): SET EX → SET PXAT, ...
+    /// Without a call the command propagates as it came.
+    #[inline]
+    pub fn propagate_as(&mut self, argv: &[&[u8]]) {
+        if self.srv.prop.active() {
+            self.srv.prop.rewrite(argv);
+        }
+    }
+
+    /// Propagate `argv` (in the selected database) whether or not the command
+    /// changes the dataset, after what was propagated so far (Redis's
+    /// `alsoPropagate`). Usually with [`Ctx::prevent_propagation`].
+    #[inline]
+    pub fn also_propagate(&mut self, argv: &[&[u8]]) {
+        if self.srv.prop.active() {
+            let lazy = lazy_expire(self.srv);
+            self.srv.prop.also(self.client.db, argv, lazy);
+        }
+    }
+
+    /// The command itself is not propagated (what it gave to
+    /// [`Ctx::also_propagate`] still is).
+    #[inline]
+    pub fn prevent_propagation(&mut self) {
+        if self.srv.prop.active() {
+            self.srv.prop.prevent();
+        }
+    }
+
+    /// The command is propagated even if it changed nothing (FLUSHALL).
+    #[inline]
+    pub fn force_propagation(&mut self) {
+        if self.srv.prop.active() {
+            self.srv.prop.force();
+        }
+    }
+
     /// A keyspace event with no WATCH touch or dirty count (e.g. `expire` on
     /// a key whose TTL was set, already counted by `modified`).
     pub fn event(&mut self, class: u32, event: &'static str, key: &[u8]) {
         let db = self.client.db;
         notify::emit(self.srv, self.client, class, event, db, key);
     }
+}
+
+/// `lazyfree-lazy-expire`: expired keys propagate as UNLINK instead of DEL.
+pub fn lazy_expire(srv: &Server) -> bool {
+    srv.config.get("lazyfree-lazy-expire") == Some("yes")
 }

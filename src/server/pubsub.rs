@@ -370,6 +370,26 @@ pub fn check_output_limit(srv: &mut Server, c: &mut Client) {
     enforce_output_limit(srv, c, true);
 }
 
+/// The reply size at which a command writing a reply of a client-chosen
+/// length (SRANDMEMBER/HRANDFIELD/ZRANDMEMBER with a negative count) stops:
+/// the hard output limit of the client's class. Redis breaks those loops once
+/// the client is flagged `CLIENT_CLOSE_ASAP`; only the hard limit can flag it
+/// within one command (the soft one needs its seconds to pass).
+pub fn hard_output_cap(srv: &Server, c: &Client) -> usize {
+    let subscribed = c.subscription_count() > 0 || !c.shard_channels.is_empty();
+    let l = &srv.config.obuf_limits;
+    let hard = if subscribed {
+        l.pubsub.hard
+    } else {
+        l.normal.hard
+    };
+    if hard == 0 {
+        usize::MAX
+    } else {
+        usize::try_from(hard).unwrap_or(usize::MAX)
+    }
+}
+
 /// The smallest non-zero limit of the classes checked: output below it
 /// needs no further look (the fast path of every delivery).
 fn limit_floor(srv: &Server) -> u64 {

@@ -152,4 +152,21 @@ mod tests {
         assert!(matches(b"", b"", false));
         assert!(!matches(b"*", b"", false)); // Redis special-cases "*" in KEYS and SCAN, not here
     }
+
+    /// Random patterns made of the special bytes (unterminated classes,
+    /// trailing escapes, ranges at the end) never panic.
+    #[test]
+    fn random_patterns_never_panic() {
+        let mut next = crate::types::test_rng(0x2545_f491_4f6c_dd1du64);
+        let alphabet = b"*?[]^-\\ab";
+        for _ in 0..20000 {
+            let p: Vec<u8> = (0..next() % 8)
+                .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
+                .collect();
+            let s: Vec<u8> = (0..next() % 5)
+                .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
+                .collect();
+            let _ = matches(&p, &s, next().is_multiple_of(2));
+        }
+    }
 }

@@ -203,7 +203,7 @@ impl Hash {
                 let i = (rand() % *len as u64) as usize;
                 self.iter().nth(i)
             }
-            Hash::Table(d) => d.random(rand).map(|(k, v)| (k, &v[..])),
+            Hash::Table(d) => d.random_fair(rand).map(|(k, v)| (k, &v[..])),
         }
     }
 }

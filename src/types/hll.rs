@@ -33,7 +33,9 @@ pub fn murmur64a(key: &[u8], seed: u64) -> u64 {
     let mut h = seed ^ (key.len() as u64).wrapping_mul(M);
     let mut chunks = key.chunks_exact(8);
     for c in &mut chunks {
-        let mut k = u64::from_le_bytes(c.try_into().unwrap());
+        let mut w = [0u8; 8];
+        w.copy_from_slice(c); // chunks_exact(8): always 8 bytes
+        let mut k = u64::from_le_bytes(w);
         k = k.wrapping_mul(M);
         k ^= k >> R;
         k = k.wrapping_mul(M);
@@ -76,36 +78,43 @@ pub fn new_sparse() -> Vec<u8> {
     v
 }
 
-/// True when `b` passes Redis's `isHLLObjectOrReply` checks.
+/// True when `b` passes Redis's `isHLLObjectOrReply` checks: every other
+/// function here relies on that (a header of 16 bytes, a dense body of the
+/// exact size); only the sparse opcodes are left to check as they are read.
 pub fn is_valid(b: &[u8]) -> bool {
     b.len() >= HDR
-        && &b[..4] == b"HYLL"
+        && b.starts_with(b"HYLL")
         && b[4] <= SPARSE
         && (b[4] != DENSE || b.len() == DENSE_SIZE)
 }
 
 pub fn is_dense(b: &[u8]) -> bool {
-    b[4] == DENSE
+    b.get(4) == Some(&DENSE)
 }
 
 pub fn invalidate_cache(b: &mut [u8]) {
-    b[15] |= 0x80;
+    if let Some(x) = b.get_mut(15) {
+        *x |= 0x80;
+    }
 }
 
 /// The cached cardinality, when valid.
 pub fn cached(b: &[u8]) -> Option<u64> {
-    (b[15] & 0x80 == 0).then(|| u64::from_le_bytes(b[8..16].try_into().unwrap()))
+    let card: [u8; 8] = b.get(8..HDR)?.try_into().ok()?;
+    (card[7] & 0x80 == 0).then(|| u64::from_le_bytes(card))
 }
 
 pub fn set_cache(b: &mut [u8], card: u64) {
-    b[8..16].copy_from_slice(&card.to_le_bytes());
+    if let Some(c) = b.get_mut(8..HDR) {
+        c.copy_from_slice(&card.to_le_bytes());
+    }
 }
 
 #[inline]
 fn dense_get(regs: &[u8], i: usize) -> u8 {
     let byte = i * 6 / 8;
     let fb = (i * 6) & 7;
-    let b0 = regs[byte] as u32;
+    let b0 = regs.get(byte).copied().unwrap_or(0) as u32;
     let b1 = regs.get(byte + 1).copied().unwrap_or(0) as u32;
     (((b0 >> fb) | (b1 << (8 - fb))) & REG_MAX as u32) as u8
 }
@@ -115,11 +124,13 @@ fn dense_set(regs: &mut [u8], i: usize, val: u8) {
     let byte = i * 6 / 8;
     let fb = (i * 6) & 7;
     let v = val as u32;
-    regs[byte] &= !((REG_MAX as u32) << fb) as u8;
-    regs[byte] |= (v << fb) as u8;
-    if byte + 1 < regs.len() {
-        regs[byte + 1] &= !((REG_MAX as u32) >> (8 - fb)) as u8;
-        regs[byte + 1] |= (v >> (8 - fb)) as u8;
+    if let Some(x) = regs.get_mut(byte) {
+        *x &= !((REG_MAX as u32) << fb) as u8;
+        *x |= (v << fb) as u8;
+    }
+    if let Some(x) = regs.get_mut(byte + 1) {
+        *x &= !((REG_MAX as u32) >> (8 - fb)) as u8;
+        *x |= (v >> (8 - fb)) as u8;
     }
 }
 
@@ -144,6 +155,75 @@ fn val_op(val: u8, len: usize) -> u8 {
     ((val - 1) << 2) | (len as u8 - 1) | 0x80
 }
 
+/// A sparse body being read. An XZERO opcode cut short by the end of the
+/// string takes its second byte from `tail`: Redis reads the byte just past
+/// the string (its NUL terminator, or what a cut-short split left there).
+#[derive(Clone, Copy)]
+struct Sparse<'a> {
+    b: &'a [u8],
+    tail: u8,
+}
+
+impl<'a> Sparse<'a> {
+    fn new(b: &'a [u8]) -> Self {
+        Sparse { b, tail: 0 }
+    }
+
+    fn byte(self, p: usize) -> u8 {
+        self.b.get(p).copied().unwrap_or(self.tail)
+    }
+
+    fn op(self, p: usize) -> Op {
+        let x = self.byte(p);
+        if x & 0xc0 == 0 {
+            Op::Zero((x & 0x3f) as usize + 1)
+        } else if x & 0xc0 == 0x40 {
+            let y = self.byte(p + 1) as usize;
+            Op::XZero((((x & 0x3f) as usize) << 8 | y) + 1)
+        } else {
+            Op::Val(((x >> 2) & 0x1f) + 1, (x & 3) as usize + 1)
+        }
+    }
+
+    /// Every opcode with its byte offset and first register, in order.
+    fn ops(self) -> impl Iterator<Item = (usize, usize, Op)> + 'a {
+        let mut p = HDR;
+        let mut first = 0;
+        std::iter::from_fn(move || {
+            if p >= self.b.len() {
+                return None;
+            }
+            let op = self.op(p);
+            let item = (p, first, op);
+            p += op.bytes();
+            first += op.span();
+            Some(item)
+        })
+    }
+
+    /// Calls `f(first_register, len, value)` for each run. Err unless the
+    /// runs cover exactly the registers: like Redis since its fix for
+    /// CVE-2025-32023 (`hllSparseToDense`, `hllMerge`, `hllSparseRegHisto`),
+    /// a run passing the last register makes the value corrupt.
+    fn runs(self, mut f: impl FnMut(usize, usize, u8)) -> Result<(), Corrupt> {
+        let mut idx = 0;
+        for (_, first, op) in self.ops() {
+            idx = first + op.span();
+            if idx > REGISTERS {
+                return Err(Corrupt);
+            }
+            match op {
+                Op::Val(v, n) => f(first, n, v),
+                _ => f(first, op.span(), 0),
+            }
+        }
+        if idx != REGISTERS {
+            return Err(Corrupt);
+        }
+        Ok(())
+    }
+}
+
 /// One decoded sparse opcode.
 #[derive(Clone, Copy)]
 enum Op {
@@ -153,17 +233,6 @@ enum Op {
 }
 
 impl Op {
-    fn at(b: &[u8], p: usize) -> Op {
-        let x = b[p];
-        if x & 0xc0 == 0 {
-            Op::Zero((x & 0x3f) as usize + 1)
-        } else if x & 0xc0 == 0x40 {
-            let y = b.get(p + 1).copied().unwrap_or(0) as usize;
-            Op::XZero((((x & 0x3f) as usize) << 8 | y) + 1)
-        } else {
-            Op::Val(((x >> 2) & 0x1f) + 1, (x & 3) as usize + 1)
-        }
-    }
     fn span(self) -> usize {
         match self {
             Op::Zero(n) | Op::XZero(n) | Op::Val(_, n) => n,
@@ -178,43 +247,22 @@ impl Op {
     }
 }
 
-/// Calls `f(first_register, len, value)` for each sparse run; Err when the
-/// runs do not cover exactly the registers.
-fn sparse_runs(b: &[u8], mut f: impl FnMut(usize, usize, u8)) -> Result<(), Corrupt> {
-    let mut p = HDR;
-    let mut idx = 0;
-    while p < b.len() {
-        let op = Op::at(b, p);
-        match op {
-            Op::Val(v, n) => {
-                if idx + n > REGISTERS {
-                    break;
-                }
-                f(idx, n, v);
-            }
-            _ => f(idx, op.span(), 0),
-        }
-        idx += op.span();
-        p += op.bytes();
-    }
-    if idx != REGISTERS {
-        return Err(Corrupt);
-    }
-    Ok(())
-}
-
 /// Converts a sparse HLL to dense in place (Redis's `hllSparseToDense`);
 /// the header, cached cardinality included, is kept.
 pub fn to_dense(b: &mut Vec<u8>) -> Result<(), Corrupt> {
+    to_dense_with(b, 0)
+}
+
+fn to_dense_with(b: &mut Vec<u8>, tail: u8) -> Result<(), Corrupt> {
     if is_dense(b) {
         return Ok(());
     }
     let mut d = vec![0u8; DENSE_SIZE];
-    d[..HDR].copy_from_slice(&b[..HDR]);
+    d[..HDR].copy_from_slice(b.get(..HDR).ok_or(Corrupt)?);
     d[4] = DENSE;
     {
         let regs = &mut d[HDR..];
-        sparse_runs(b, |first, n, v| {
+        Sparse { b, tail }.runs(|first, n, v| {
             if v > 0 {
                 for i in first..first + n {
                     dense_set(regs, i, v);
@@ -228,27 +276,31 @@ pub fn to_dense(b: &mut Vec<u8>) -> Result<(), Corrupt> {
 
 /// Raises register `index` to `count` (Redis's `hllSparseSet`): Ok(true) when
 /// the HLL changed. May promote the HLL to dense (values over 32, or growth
-/// past `max_bytes`).
-fn sparse_set(b: &mut Vec<u8>, index: usize, count: u8, max_bytes: usize) -> Result<bool, Corrupt> {
+/// past `max_bytes`). `tail` is the byte Redis would find just past the
+/// string (see [`Sparse`]); a split of an XZERO cut short by the end of the
+/// string leaves its last byte there, as Redis's memcpy does.
+fn sparse_set(
+    b: &mut Vec<u8>,
+    index: usize,
+    count: u8,
+    max_bytes: usize,
+    tail: &mut u8,
+) -> Result<bool, Corrupt> {
     if count > SPARSE_VAL_MAX_VALUE {
-        return promote(b, index, count);
+        return promote(b, index, count, *tail);
     }
     // Step 1: find the opcode covering `index`.
-    let mut p = HDR;
-    let mut first = 0;
+    let sparse = Sparse { b, tail: *tail };
     let mut prev: Option<usize> = None;
-    let mut op = None;
-    while p < b.len() {
-        let o = Op::at(b, p);
+    let mut found = None;
+    for (p, first, o) in sparse.ops() {
         if index < first + o.span() {
-            op = Some(o);
+            found = Some((p, first, o));
             break;
         }
         prev = Some(p);
-        p += o.bytes();
-        first += o.span();
     }
-    let Some(op) = op else {
+    let Some((p, first, op)) = found else {
         return Err(Corrupt);
     };
     let span = op.span();
@@ -257,7 +309,8 @@ fn sparse_set(b: &mut Vec<u8>, index: usize, count: u8, max_bytes: usize) -> Res
         Op::Val(v, _) if v >= count => return Ok(false),
         Op::Val(_, 1) | Op::Zero(1) => {
             b[p] = val_op(count, 1);
-            merge_vals(b, prev.unwrap_or(HDR));
+            merge_vals(b, prev.unwrap_or(HDR), tail);
+            invalidate_cache(b);
             return Ok(true);
         }
         _ => {}
@@ -294,21 +347,36 @@ fn sparse_set(b: &mut Vec<u8>, index: usize, count: u8, max_bytes: usize) -> Res
     }
     let oldlen = op.bytes();
     if seq.len() > oldlen && b.len() + seq.len() - oldlen > max_bytes {
-        return promote(b, index, count);
+        return promote(b, index, count, *tail);
     }
-    b.splice(p..p + oldlen, seq);
+    if p + oldlen <= b.len() {
+        b.splice(p..p + oldlen, seq);
+        *tail = 0;
+    } else {
+        // An XZERO whose second byte was past the end: Redis grows the
+        // string by `seq.len() - 2` and copies all of `seq` from `p`, so its
+        // last byte lands past the new end.
+        let new_len = b.len() + seq.len() - oldlen;
+        b.truncate(p);
+        b.extend_from_slice(&seq);
+        *tail = b.get(new_len).copied().unwrap_or(0);
+        b.truncate(new_len);
+    }
     // Step 4: merge adjacent equal VAL opcodes.
-    merge_vals(b, prev.unwrap_or(HDR));
+    merge_vals(b, prev.unwrap_or(HDR), tail);
+    invalidate_cache(b);
     Ok(true)
 }
 
 /// Redis's step 4 of `hllSparseSet`: scans up to 5 opcodes from `p`,
-/// merging adjacent VALs of equal value that fit one opcode.
-fn merge_vals(b: &mut Vec<u8>, mut p: usize) {
+/// merging adjacent VALs of equal value that fit one opcode. A merge shifts
+/// the byte past the end in and clears it (Redis's memmove and sdsIncrLen).
+fn merge_vals(b: &mut Vec<u8>, mut p: usize, tail: &mut u8) {
     let mut scan = 5;
     while p < b.len() && scan > 0 {
         scan -= 1;
-        match Op::at(b, p) {
+        let op = Sparse { b, tail: *tail }.op(p);
+        match op {
             Op::XZero(_) => {
                 p += 2;
                 continue;
@@ -319,10 +387,11 @@ fn merge_vals(b: &mut Vec<u8>, mut p: usize) {
             }
             Op::Val(v1, l1) => {
                 if p + 1 < b.len() {
-                    if let Op::Val(v2, l2) = Op::at(b, p + 1) {
+                    if let Op::Val(v2, l2) = Sparse::new(b).op(p + 1) {
                         if v1 == v2 && l1 + l2 <= SPARSE_VAL_MAX_LEN {
                             b[p + 1] = val_op(v1, l1 + l2);
                             b.remove(p);
+                            *tail = 0;
                             continue;
                         }
                     }
@@ -333,20 +402,32 @@ fn merge_vals(b: &mut Vec<u8>, mut p: usize) {
     }
 }
 
-fn promote(b: &mut Vec<u8>, index: usize, count: u8) -> Result<bool, Corrupt> {
-    to_dense(b)?;
+fn promote(b: &mut Vec<u8>, index: usize, count: u8, tail: u8) -> Result<bool, Corrupt> {
+    to_dense_with(b, tail)?;
     dense_update(&mut b[HDR..], index, count);
     Ok(true)
 }
 
-/// Adds an element (Redis's `hllAdd`): Ok(true) when a register changed.
-pub fn add(b: &mut Vec<u8>, ele: &[u8], sparse_max_bytes: usize) -> Result<bool, Corrupt> {
-    let (index, count) = pat_len(ele);
-    if is_dense(b) {
-        Ok(dense_update(&mut b[HDR..], index, count))
-    } else {
-        sparse_set(b, index, count, sparse_max_bytes)
+/// Adds elements (Redis's `hllAdd` for each): the number that changed a
+/// register, or Err at the first one found corrupt (the changes made before
+/// it stay, as in Redis).
+pub fn add_all<'e>(
+    b: &mut Vec<u8>,
+    elements: impl IntoIterator<Item = &'e [u8]>,
+    sparse_max_bytes: usize,
+) -> Result<usize, Corrupt> {
+    let mut tail = 0;
+    let mut updated = 0;
+    for ele in elements {
+        let (index, count) = pat_len(ele);
+        let changed = if is_dense(b) {
+            dense_update(&mut b[HDR..], index, count)
+        } else {
+            sparse_set(b, index, count, sparse_max_bytes, &mut tail)?
+        };
+        updated += changed as usize;
     }
+    Ok(updated)
 }
 
 /// Raises `max[i]` to each register of `b` (Redis's `hllMerge`).
@@ -358,7 +439,10 @@ pub fn merge_into(max: &mut [u8; REGISTERS], b: &[u8]) -> Result<(), Corrupt> {
         }
         Ok(())
     } else {
-        sparse_runs(b, |first, n, v| {
+        Sparse::new(b).runs(|first, n, v| {
+            if v == 0 {
+                return;
+            }
             for m in &mut max[first..first + n] {
                 *m = (*m).max(v);
             }
@@ -366,12 +450,11 @@ pub fn merge_into(max: &mut [u8; REGISTERS], b: &[u8]) -> Result<(), Corrupt> {
     }
 }
 
-/// Writes merged registers into `b` (PFMERGE's final step).
-pub fn store_registers(
-    b: &mut Vec<u8>,
-    max: &[u8; REGISTERS],
-    sparse_max_bytes: usize,
-) -> Result<(), Corrupt> {
+/// Writes merged registers into `b` (PFMERGE's final step). `b` was read by
+/// [`merge_into`] first, so every register is found; like Redis, a failure
+/// of one register is not reported.
+pub fn store_registers(b: &mut Vec<u8>, max: &[u8; REGISTERS], sparse_max_bytes: usize) {
+    let mut tail = 0;
     for (i, &m) in max.iter().enumerate() {
         if m == 0 {
             continue;
@@ -379,10 +462,9 @@ pub fn store_registers(
         if is_dense(b) {
             dense_update(&mut b[HDR..], i, m);
         } else {
-            sparse_set(b, i, m, sparse_max_bytes)?;
+            let _ = sparse_set(b, i, m, sparse_max_bytes, &mut tail);
         }
     }
-    Ok(())
 }
 
 /// Every register of a dense HLL.
@@ -396,17 +478,14 @@ pub fn decode_sparse(b: &[u8]) -> Option<String> {
     if is_dense(b) {
         return None;
     }
-    let mut parts = Vec::new();
-    let mut p = HDR;
-    while p < b.len() {
-        let op = Op::at(b, p);
-        parts.push(match op {
+    let parts: Vec<String> = Sparse::new(b)
+        .ops()
+        .map(|(_, _, op)| match op {
             Op::Zero(n) => format!("z:{n}"),
             Op::XZero(n) => format!("Z:{n}"),
             Op::Val(v, n) => format!("v:{v},{n}"),
-        });
-        p += op.bytes();
-    }
+        })
+        .collect();
     Some(parts.join(" "))
 }
 
@@ -419,20 +498,7 @@ pub fn histogram(b: &[u8]) -> Result<[u32; 64], Corrupt> {
             h[dense_get(regs, i) as usize] += 1;
         }
     } else {
-        let mut p = HDR;
-        let mut idx = 0;
-        while p < b.len() {
-            let op = Op::at(b, p);
-            match op {
-                Op::Val(v, n) => h[v as usize] += n as u32,
-                _ => h[0] += op.span() as u32,
-            }
-            idx += op.span();
-            p += op.bytes();
-        }
-        if idx != REGISTERS {
-            return Err(Corrupt);
-        }
+        Sparse::new(b).runs(|_, n, v| h[v as usize] += n as u32)?;
     }
     Ok(h)
 }
@@ -513,8 +579,8 @@ mod tests {
         for i in 0..3000u32 {
             let e = format!("ele:{i}");
             assert_eq!(
-                add(&mut s, e.as_bytes(), 1 << 20),
-                add(&mut d, e.as_bytes(), 0)
+                add_all(&mut s, [e.as_bytes()], 1 << 20),
+                add_all(&mut d, [e.as_bytes()], 0)
             );
         }
         assert!(!is_dense(&s));
@@ -522,5 +588,35 @@ mod tests {
         let mut s2 = s.clone();
         to_dense(&mut s2).unwrap();
         assert_eq!(s2[HDR..], d[HDR..]);
+    }
+
+    /// Random sparse bodies (short, with opcodes of every kind, runs past
+    /// the last register, cut-short XZEROs) never panic any operation.
+    #[test]
+    fn random_corrupt_bodies_never_panic() {
+        let mut next = crate::types::test_rng(0x9e37_79b9_7f4a_7c15u64);
+        let eles: Vec<Vec<u8>> = (0..64).map(|i| format!("e{i}").into_bytes()).collect();
+        for round in 0..3000 {
+            let mut b = new_sparse();
+            b.truncate(HDR);
+            let n = (next() % 40) as usize;
+            for _ in 0..n {
+                b.push(next() as u8);
+            }
+            if round % 3 == 0 {
+                b.push(0x40 | (next() as u8 & 0x3f));
+            }
+            let mut max = [0u8; REGISTERS];
+            let _ = merge_into(&mut max, &b);
+            let _ = histogram(&b);
+            let _ = decode_sparse(&b);
+            let mut d = b.clone();
+            let _ = to_dense(&mut d);
+            let mut s = b.clone();
+            let _ = add_all(&mut s, eles.iter().map(|e| e.as_slice()), 3000);
+            let mut small = b.clone();
+            let _ = add_all(&mut small, eles.iter().map(|e| e.as_slice()), 20);
+            store_registers(&mut b, &max, 3000);
+        }
     }
 }

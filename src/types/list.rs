@@ -47,8 +47,9 @@ impl Node {
             it.offset()
         } else {
             let mut end = self.buf.len();
+            // `count` entries precede the end of `buf`: each step finds one.
             for _ in i..self.count as usize {
-                end = pack::prev(&self.buf, end).unwrap();
+                end = pack::prev(&self.buf, end).unwrap_or(0);
             }
             end
         }
@@ -133,7 +134,8 @@ impl List {
         let off = if front {
             0
         } else {
-            pack::prev(&node.buf, node.buf.len()).unwrap()
+            // A node in the list holds at least one entry.
+            pack::prev(&node.buf, node.buf.len())?
         };
         let v = pack::entry_at(&node.buf, off).0.to_vec();
         node.count -= 1;
@@ -286,9 +288,12 @@ impl List {
             let mut n = n.min(self.len);
             // Drop whole nodes first, then single entries.
             while n > 0 {
-                let node = match end {
-                    End::Head => self.nodes.front().unwrap(),
-                    End::Tail => self.nodes.back().unwrap(),
+                // `n` is at most `len`, the entries the nodes hold.
+                let Some(node) = (match end {
+                    End::Head => self.nodes.front(),
+                    End::Tail => self.nodes.back(),
+                }) else {
+                    break;
                 };
                 if node.count as usize <= n {
                     n -= node.count as usize;
@@ -298,9 +303,11 @@ impl List {
                         End::Tail => self.nodes.pop_back(),
                     };
                 } else {
-                    let node = match end {
-                        End::Head => self.nodes.front_mut().unwrap(),
-                        End::Tail => self.nodes.back_mut().unwrap(),
+                    let Some(node) = (match end {
+                        End::Head => self.nodes.front_mut(),
+                        End::Tail => self.nodes.back_mut(),
+                    }) else {
+                        break;
                     };
                     let keep = node.count as usize - n;
                     match end {

@@ -38,8 +38,9 @@ pub fn fmt_g(d: f64, prec: usize) -> String {
         }
         None => format!("{:.*e}", prec - 1, d),
     };
-    let (mant, exp) = sci.split_once('e').unwrap();
-    let exp: i32 = exp.parse().unwrap();
+    // Both forms above always carry an `e` and a decimal exponent.
+    let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
     if exp < -4 || exp >= prec as i32 {
         let mant = strip_zeros(mant);
         let sign = if exp < 0 { '-' } else { '+' };

@@ -155,7 +155,7 @@ impl Set {
         match self {
             Set::Ints(v) if v.is_empty() => None,
             Set::Ints(v) => Some(Member::Int(v[(rand() % v.len() as u64) as usize])),
-            Set::Table(d) => d.random(rand).map(|(k, _)| Member::Bytes(k)),
+            Set::Table(d) => d.random_fair(rand).map(|(k, _)| Member::Bytes(k)),
         }
     }
 }

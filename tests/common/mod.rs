@@ -1,6 +1,8 @@
 //! Shared helpers for integration tests: an in-process server, clients, raw sockets.
 #![allow(dead_code)]
 
+pub mod case;
+
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};

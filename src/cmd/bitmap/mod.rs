@@ -39,13 +39,13 @@ const BAD_OFFSET: &str = "bit offset is not an integer or out of range";
 /// A bit offset (Redis's `getBitOffsetFromArgument`): `#n` means n * `bits`
 /// when `hash_bits` is given; the byte must stay under proto-max-bulk-len.
 pub(crate) fn bit_offset(ctx: &Ctx, a: &[u8], hash_bits: Option<u64>) -> Result<u64, Error> {
-    let (hash, digits) = match (a.first(), hash_bits) {
-        (Some(b'#'), Some(_)) => (true, &a[1..]),
-        _ => (false, a),
+    let (mul, digits) = match (a.split_first(), hash_bits) {
+        (Some((b'#', rest)), Some(bits)) => (Some(bits), rest),
+        _ => (None, a),
     };
     let mut off = parse_i64(digits).ok_or(Error::msg(BAD_OFFSET))?;
-    if hash {
-        off = off.wrapping_mul(hash_bits.unwrap() as i64);
+    if let Some(bits) = mul {
+        off = off.wrapping_mul(bits as i64);
     }
     if off < 0 || (off >> 3) >= ctx.srv.config.proto_max_bulk_len {
         return Err(Error::msg(BAD_OFFSET));

@@ -80,9 +80,19 @@ fn expire_generic(ctx: &mut Ctx, args: &mut Args, relative: bool, seconds: bool)
     if when <= clock::now_ms() {
         db.remove(key);
         ctx.modified(key, notify::GENERIC, "del");
+        let del = crate::server::propagate::expired_del(ctx.srv);
+        ctx.propagate_as(&[del, key]);
     } else {
         db.set_expire(key, when);
         ctx.modified(key, notify::GENERIC, "expire");
+        // Replicas get PEXPIREAT with the absolute time (PEXPIREAT itself
+        // goes as it came), conditions kept.
+        if (relative || seconds) && ctx.propagating() {
+            let mut ms = itoa::Buffer::new();
+            let mut argv: Vec<&[u8]> = vec![b"PEXPIREAT", key, ms.format(when).as_bytes()];
+            argv.extend((3..args.len()).map(|i| args.at(i)));
+            ctx.propagate_as(&argv);
+        }
     }
     ctx.out().int(1);
     Ok(())

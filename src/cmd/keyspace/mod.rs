@@ -5,10 +5,11 @@ mod expire;
 pub(crate) mod moves;
 mod object;
 
+use super::scan;
 use crate::command::flags::*;
 use crate::command::{Args, CommandSpec};
 use crate::db::Kind;
-use crate::error::{CmdResult, Error};
+use crate::error::CmdResult;
 use crate::server::{notify, Ctx};
 use crate::types::glob;
 
@@ -18,8 +19,20 @@ pub static SPECS: &[CommandSpec] = &[
     CommandSpec::new("exists", -2, READONLY | FAST, (1, -1, 1), exists),
     CommandSpec::new("type", 2, READONLY | FAST, (1, 1, 1), type_),
     CommandSpec::new("keys", 2, READONLY, (0, 0, 0), keys),
-    CommandSpec::new("scan", -2, READONLY, (0, 0, 0), scan),
-    CommandSpec::new("randomkey", 1, READONLY, (0, 0, 0), randomkey),
+    CommandSpec::new(
+        "scan",
+        -2,
+        READONLY | TOUCHES_ARBITRARY_KEYS,
+        (0, 0, 0),
+        scan,
+    ),
+    CommandSpec::new(
+        "randomkey",
+        1,
+        READONLY | TOUCHES_ARBITRARY_KEYS,
+        (0, 0, 0),
+        randomkey,
+    ),
     CommandSpec::new("touch", -2, READONLY | FAST, (1, -1, 1), touch),
     CommandSpec::new("dbsize", 1, READONLY | FAST, (0, 0, 0), dbsize),
     CommandSpec::new("rename", 3, WRITE, (1, 2, 1), moves::rename),
@@ -117,74 +130,26 @@ fn keys(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     Ok(())
 }
 
-/// Redis's `parseScanCursorOrReply`: `strtoul` over the whole argument, so
-/// an empty string is 0 and `-1` wraps to the largest cursor.
-pub fn parse_cursor(arg: &[u8]) -> Result<u64, Error> {
-    let invalid = || Error::msg("invalid cursor");
-    let (neg, digits) = match arg.first() {
-        Some(b'-') => (true, &arg[1..]),
-        Some(b'+') => (false, &arg[1..]),
-        _ => (false, arg),
-    };
-    if arg.is_empty() {
-        return Ok(0);
-    }
-    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
-        return Err(invalid());
-    }
-    let mut v: u64 = 0;
-    for &c in digits {
-        v = v
-            .checked_mul(10)
-            .and_then(|v| v.checked_add((c - b'0') as u64))
-            .ok_or_else(invalid)?;
-    }
-    Ok(if neg { v.wrapping_neg() } else { v })
-}
-
 /// ```text
 /// SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]
 /// ```
 /// Array of the next cursor (bulk string, `0` when done) and an array of
 /// keys. A key present during the whole iteration is returned at least once.
 fn scan(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
-    let mut cursor = parse_cursor(args.at(1))?;
-    let mut count: i64 = 10;
-    let mut pattern: Option<&[u8]> = None;
-    let mut kind: Option<&[u8]> = None;
-    args.set_pos(2);
-    while let Some(opt) = args.next() {
-        let more = args.has_more();
-        if opt.eq_ignore_ascii_case(b"COUNT") && more {
-            count = args.next_i64()?;
-            if count < 1 {
-                return Err(Error::Syntax);
-            }
-        } else if opt.eq_ignore_ascii_case(b"MATCH") && more {
-            let p = args.next().unwrap();
-            pattern = (p != b"*").then_some(p);
-        } else if opt.eq_ignore_ascii_case(b"TYPE") && more {
-            kind = Some(args.next().unwrap());
-        } else {
-            return Err(Error::Syntax);
-        }
-    }
+    let cursor = scan::parse_cursor(args.at(1))?;
+    let o = scan::parse_opts(args, 2, true)?;
     let db = ctx.db();
     let mut found: Vec<Box<[u8]>> = Vec::new();
-    let mut budget = count.saturating_mul(10);
-    loop {
-        cursor = db.scan(cursor, |k, _| found.push(k.into()));
-        if cursor == 0 || budget == 0 || found.len() as i64 >= count {
-            break;
-        }
-        budget -= 1;
-    }
-    let wanted = kind.map(Kind::from_name);
+    let cursor = scan::walk(cursor, o.count, |c, n| {
+        db.scan(c, |k, _| {
+            found.push(k.into());
+            *n += 1;
+        })
+    });
+    let wanted = o.kind.map(Kind::from_name);
     found.retain(|k| {
-        if let Some(p) = pattern {
-            if !glob::matches(p, k, false) {
-                return false;
-            }
+        if !o.keeps(k) {
+            return false;
         }
         if let Some(w) = wanted {
             // An unknown type name matches nothing (Redis compares names).
@@ -194,18 +159,14 @@ fn scan(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             }
         }
         if db.is_expired(k) {
-            db.delete_expired(k);
+            if !crate::db::expiry_held() {
+                db.delete_expired(k);
+            }
             return false;
         }
         true
     });
-    let out = ctx.out();
-    out.array(2);
-    out.bulk(itoa::Buffer::new().format(cursor).as_bytes());
-    out.array(found.len());
-    for k in &found {
-        out.bulk(k);
-    }
+    scan::reply(ctx.out(), cursor, &found);
     Ok(())
 }
 

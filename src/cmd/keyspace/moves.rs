@@ -101,7 +101,7 @@ pub fn copy(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         if opt.eq_ignore_ascii_case(b"REPLACE") {
             replace = true;
         } else if opt.eq_ignore_ascii_case(b"DB") && args.has_more() {
-            let id = parse_int(args.next().unwrap(), None)?;
+            let id = parse_int(args.next_or_syntax()?, None)?;
             if id < 0 || id as usize >= ctx.srv.ks.dbs.len() {
                 return Err(Error::DbIndex);
             }
@@ -207,6 +207,8 @@ pub fn flushdb(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     flush_mode(args)?;
     let n = ctx.db().clear();
     ctx.srv.ks.dirty += n as u64;
+    // Propagated even when the database was already empty, as Redis does.
+    ctx.force_propagation();
     crate::server::cron::release_free_memory();
     ctx.out().ok();
     Ok(())
@@ -223,6 +225,7 @@ pub fn flushall(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         n += db.clear();
     }
     ctx.srv.ks.dirty += n as u64 + 1;
+    ctx.force_propagation();
     crate::server::cron::release_free_memory();
     ctx.out().ok();
     Ok(())

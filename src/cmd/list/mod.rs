@@ -335,6 +335,9 @@ fn ltrim(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     };
     l.trim(head, tail);
     ctx.modified(key, notify::LIST, "ltrim");
+    // Redis counts the elements trimmed as the changes: a trim that removes
+    // nothing is not propagated.
+    ctx.srv.ks.dirty = ctx.srv.ks.dirty - 1 + (head + tail) as u64;
     delete_if_empty(ctx, key);
     ctx.out().ok();
     Ok(())

@@ -20,6 +20,14 @@ fn pop_event(end: End) -> &'static str {
     }
 }
 
+/// The non-blocking pop replicas get for a pop at `end`.
+fn pop_name(end: End) -> &'static [u8] {
+    match end {
+        End::Head => b"LPOP",
+        End::Tail => b"RPOP",
+    }
+}
+
 /// Pops up to `count` elements from the non-empty list at `key`, raising the
 /// pop event and, when the list empties, deleting it with `del`.
 fn pop_n(ctx: &mut Ctx, key: &[u8], end: End, count: usize) -> Vec<Vec<u8>> {
@@ -40,6 +48,14 @@ fn pop_n(ctx: &mut Ctx, key: &[u8], end: End, count: usize) -> Vec<Vec<u8>> {
 /// True when `key` holds a non-empty list; WRONGTYPE for another type.
 fn has_elements(ctx: &mut Ctx, key: &[u8]) -> Result<bool, Error> {
     Ok(write(ctx.db(), key)?.is_some_and(|l| !l.is_empty()))
+}
+
+/// Redis's shared `left` / `right` objects.
+fn end_name(end: End) -> &'static [u8] {
+    match end {
+        End::Head => b"left",
+        End::Tail => b"right",
+    }
 }
 
 /// `LEFT` or `RIGHT`, else a syntax error.
@@ -82,8 +98,11 @@ fn pop_generic(ctx: &mut Ctx, args: &mut Args, end: End) -> CmdResult {
             }
         }
         None => {
-            let vals = pop_n(ctx, key, end, 1);
-            ctx.out().bulk(&vals[0]);
+            // The list exists, so it holds an element to pop.
+            match pop_n(ctx, key, end, 1).first() {
+                Some(v) => ctx.out().bulk(v),
+                None => ctx.out().null(),
+            }
         }
     }
     Ok(())
@@ -115,7 +134,11 @@ fn move_generic(ctx: &mut Ctx, src: &[u8], dst: &[u8], from: End, to: End) -> Cm
     }
     write(ctx.db(), dst)?;
     let fill = fill(ctx);
-    let v = write(ctx.db(), src)?.and_then(|l| l.pop(from)).unwrap();
+    // has_elements checked the source holds a non-empty list.
+    let Some(v) = write(ctx.db(), src)?.and_then(|l| l.pop(from)) else {
+        ctx.out().null();
+        return Ok(());
+    };
     let db = ctx.db();
     match db.get_mut(dst) {
         Some(Value::List(l)) => l.push(to, &v, fill),
@@ -224,9 +247,12 @@ fn first_ready<'a>(ctx: &mut Ctx, keys: &[&'a [u8]]) -> Result<Option<&'a [u8]>,
     Ok(None)
 }
 
-/// Pops from the first ready key and replies `[key, [elements]]`.
+/// Pops from the first ready key and replies `[key, [elements]]`;
+/// propagated as `[LR]POP key <popped>`.
 fn mpop_reply(ctx: &mut Ctx, key: &[u8], end: End, count: usize) {
     let vals = pop_n(ctx, key, end, count);
+    let mut n = itoa::Buffer::new();
+    ctx.propagate_as(&[pop_name(end), key, n.format(vals.len()).as_bytes()]);
     let out = ctx.out();
     out.array(2);
     out.bulk(key);
@@ -269,10 +295,17 @@ fn bpop_generic(ctx: &mut Ctx, args: &mut Args, end: End) -> CmdResult {
     match first_ready(ctx, &keys)? {
         Some(k) => {
             let vals = pop_n(ctx, k, end, 1);
+            ctx.propagate_as(&[pop_name(end), k]);
             let out = ctx.out();
-            out.array(2);
-            out.bulk(k);
-            out.bulk(&vals[0]);
+            // `k` was found ready (a non-empty list): one element comes out.
+            match vals.first() {
+                Some(v) => {
+                    out.array(2);
+                    out.bulk(k);
+                    out.bulk(v);
+                }
+                None => out.null_array(),
+            }
         }
         None => block_or_null(ctx, args, &keys, timeout, false),
     }
@@ -313,6 +346,15 @@ fn bmove_generic(ctx: &mut Ctx, args: &Args, from: End, to: End, timeout_at: usi
     let timeout = blocking::parse_timeout(args.at(timeout_at))?;
     let (src, dst) = (args.at(1), args.at(2));
     if has_elements(ctx, src)? {
+        // Replicas get the non-blocking move: as given when served at once,
+        // with Redis's lowercase end names when a push served it later.
+        if timeout_at == 3 {
+            ctx.propagate_as(&[b"RPOPLPUSH", src, dst]);
+        } else if ctx.srv.prop.serving_blocked {
+            ctx.propagate_as(&[b"LMOVE", src, dst, end_name(from), end_name(to)]);
+        } else {
+            ctx.propagate_as(&[b"LMOVE", src, dst, args.at(3), args.at(4)]);
+        }
         move_generic(ctx, src, dst, from, to)
     } else {
         block_or_null(ctx, args, &[src], timeout, true);

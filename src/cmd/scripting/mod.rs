@@ -14,8 +14,16 @@ use crate::server::Ctx;
 const EVAL_FLAGS: u32 = NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS;
 
 pub static SPECS: &[CommandSpec] = &[
-    CommandSpec::new("eval", -3, EVAL_FLAGS, (0, 0, 0), eval).with_keys_fn(numkeys_keys),
-    CommandSpec::new("evalsha", -3, EVAL_FLAGS, (0, 0, 0), evalsha).with_keys_fn(numkeys_keys),
+    CommandSpec::new("eval", -3, EVAL_FLAGS | MAY_REPLICATE, (0, 0, 0), eval)
+        .with_keys_fn(numkeys_keys),
+    CommandSpec::new(
+        "evalsha",
+        -3,
+        EVAL_FLAGS | MAY_REPLICATE,
+        (0, 0, 0),
+        evalsha,
+    )
+    .with_keys_fn(numkeys_keys),
     CommandSpec::new("eval_ro", -3, READONLY | EVAL_FLAGS, (0, 0, 0), eval_ro)
         .with_keys_fn(numkeys_keys),
     CommandSpec::new(
@@ -27,8 +35,14 @@ pub static SPECS: &[CommandSpec] = &[
     )
     .with_keys_fn(numkeys_keys),
     CommandSpec::container("script", -2, SCRIPT_SUBS),
-    CommandSpec::new("fcall", -3, EVAL_FLAGS, (0, 0, 0), function::fcall)
-        .with_keys_fn(numkeys_keys),
+    CommandSpec::new(
+        "fcall",
+        -3,
+        EVAL_FLAGS | MAY_REPLICATE,
+        (0, 0, 0),
+        function::fcall,
+    )
+    .with_keys_fn(numkeys_keys),
     CommandSpec::new(
         "fcall_ro",
         -3,

@@ -477,11 +477,7 @@ fn kill(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// ```
 /// `OK`; commands from all clients (or only writes) wait until the pause ends.
 fn pause(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
-    let ms = match parse_i64(args.at(2)) {
-        Some(n) if n >= 0 => n,
-        Some(_) => return Err(Error::msg("timeout is negative")),
-        None => return Err(Error::msg("timeout is not an integer or out of range")),
-    };
+    let ms = crate::server::blocking::parse_timeout_ms(args.at(2))?;
     args.set_pos(3);
     let mut write_only = false;
     if args.len() == 4 {
@@ -493,7 +489,9 @@ fn pause(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     } else if args.len() > 4 {
         return Err(super::wrong_sub_args(args, "CLIENT"));
     }
-    let until_ms = crate::clock::real_now_us() / 1000 + ms;
+    // Redis adds without a check: a timeout past the end of the range wraps
+    // to an end in the past, and the pause does nothing.
+    let until_ms = (crate::clock::real_now_us() / 1000).wrapping_add(ms);
     // A new pause never shortens or weakens one in effect.
     let p = match ctx.srv.pause {
         Some(old) if old.until_ms > crate::clock::real_now_us() / 1000 => Pause {
@@ -506,6 +504,7 @@ fn pause(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         },
     };
     ctx.srv.pause = Some(p);
+    crate::db::hold_expiry_until(p.until_ms);
     ctx.out().ok();
     Ok(())
 }
@@ -516,6 +515,7 @@ fn pause(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// `OK`; waiting commands run.
 fn unpause(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
     ctx.srv.pause = None;
+    crate::db::hold_expiry_until(0);
     let ids: Vec<ClientId> = ctx.srv.clients.keys().copied().collect();
     for id in ids {
         if id != ctx.client.id {

@@ -2,7 +2,7 @@
 
 use crate::command::flags::*;
 use crate::command::{Args, CommandSpec};
-use crate::config::{find_param, IMMUTABLE, PROTECTED};
+use crate::config::{find_param, HIDDEN, IMMUTABLE, PROTECTED};
 use crate::error::{CmdResult, Error};
 use crate::server::Ctx;
 use crate::types::glob;
@@ -58,7 +58,8 @@ fn get(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             }
             continue;
         }
-        for (p, _) in ctx.srv.config.all() {
+        // Hidden parameters need their exact name (handled above).
+        for (p, _) in ctx.srv.config.all().filter(|(p, _)| p.flags & HIDDEN == 0) {
             for name in std::iter::once(p.name).chain(p.alias) {
                 if found.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)) {
                     continue;
@@ -70,15 +71,11 @@ fn get(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         }
     }
     let cfg = &ctx.srv.config;
-    let values: Vec<String> = found
-        .iter()
-        .map(|(_, canon)| cfg.get(canon).unwrap_or("").to_string())
-        .collect();
     let out = &mut ctx.client.reply;
     out.map(found.len());
-    for ((name, _), v) in found.iter().zip(values) {
+    for (name, canon) in &found {
         out.bulk(name.as_bytes());
-        out.bulk(v.as_bytes());
+        out.bulk(cfg.get_bytes(canon).unwrap_or_default());
     }
     Ok(())
 }
@@ -97,10 +94,10 @@ fn set(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     if !args.remaining().is_multiple_of(2) {
         return Err(Error::Syntax);
     }
-    let mut pairs: Vec<(String, &'static crate::config::Param, String)> = Vec::new();
-    while let (Some(n), Some(v)) = (args.next(), args.next()) {
+    // Values stay bytes: `requirepass "\xff\xfe"` is those two bytes.
+    let mut pairs: Vec<(String, &'static crate::config::Param, &[u8])> = Vec::new();
+    while let (Some(n), Some(value)) = (args.next(), args.next()) {
         let name = String::from_utf8_lossy(n).into_owned();
-        let value = String::from_utf8_lossy(v).into_owned();
         let Some(p) = find_param(&name) else {
             return Err(Error::Msg(
                 format!("Unknown option or number of arguments for CONFIG SET - '{name}'").into(),
@@ -132,6 +129,18 @@ fn set(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         if let Err(why) = runtime_check(ctx, p.name, &before) {
             ctx.srv.config = before;
             return Err(set_failed(name, &why));
+        }
+    }
+    // The OOM score is written once per CONFIG SET, when either parameter
+    // changed; a failure restores the previous values and score.
+    let oom = ["oom-score-adj", "oom-score-adj-values"];
+    if let Some((name, _, _)) = pairs.iter().find(|(_, p, _)| oom.contains(&p.name)) {
+        if oom.iter().any(|n| ctx.srv.config.get(n) != before.get(n)) {
+            if let Err(why) = crate::server::oom::apply(&ctx.srv.config) {
+                ctx.srv.config = before;
+                let _ = crate::server::oom::apply(&ctx.srv.config);
+                return Err(set_failed(name, &why));
+            }
         }
     }
     after_set(ctx, &before);
@@ -197,7 +206,7 @@ fn after_set(ctx: &mut Ctx, before: &crate::config::Config) {
         crate::log::set_level(cfg.loglevel);
     }
     for p in crate::config::PARAMS.iter().filter(|p| !p.acted()) {
-        if cfg.get(p.name) != before.get(p.name) {
+        if cfg.get_bytes(p.name) != before.get_bytes(p.name) {
             crate::log::warning(&format!(
                 "CONFIG SET {}: Oxidis accepts this parameter but does not act on it yet",
                 p.name

@@ -1,5 +1,5 @@
-//! DEBUG (only SLEEP, and only when `enable-debug-command` allows it) and
-//! MEMORY USAGE, DOCTOR, STATS, MALLOC-STATS, PURGE, HELP.
+//! DEBUG (SLEEP here, more in `debug_more`; only when `enable-debug-command`
+//! allows it) and MEMORY USAGE, DOCTOR, STATS, MALLOC-STATS, PURGE, HELP.
 
 use crate::command::flags::*;
 use crate::command::{Args, CommandSpec};
@@ -61,10 +61,10 @@ pub fn debug(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         ctx.out().ok();
         return Ok(());
     }
-    Err(Error::UnknownSubcommand {
-        sub: String::from_utf8_lossy(sub).into_owned(),
-        cmd: "DEBUG".into(),
-    })
+    if let Some(r) = super::debug_more::run(ctx, sub, args) {
+        return r;
+    }
+    Err(super::wrong_sub_args(args, "DEBUG"))
 }
 
 /// ```text

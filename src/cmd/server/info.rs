@@ -176,6 +176,10 @@ fn clients(srv: &Server, current_blocked: bool, out: &mut String) {
                     if b.deadline_ms.is_some() {
                         in_timeout += 1;
                     }
+                } else if c.postponed {
+                    // A request held back by CLIENT PAUSE counts as blocked
+                    // (Redis blocks it with BLOCKED_POSTPONE, no timeout).
+                    blocked += 1;
                 }
             }
             Err(_) => blocked += current_blocked as usize,

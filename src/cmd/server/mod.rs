@@ -5,8 +5,10 @@ pub(crate) mod client;
 mod command;
 mod config;
 pub(crate) mod debug;
+mod debug_more;
 pub mod info;
 pub mod latency;
+mod latency_doctor;
 pub mod slowlog;
 
 use crate::command::flags::*;
@@ -146,6 +148,13 @@ fn shutdown(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     }
     if abort {
         return Err(Error::msg("No shutdown in progress."));
+    }
+    // While a script is busy only SHUTDOWN NOSAVE may stop the server (the
+    // gate lets SHUTDOWN through as allow-busy).
+    if save != Some(false) {
+        if let Some(function) = crate::script::busy::busy_script() {
+            return Err(crate::error::Rejection::Busy { function }.error());
+        }
     }
     if save == Some(true) {
         // Oxidis has no RDB persistence: a save that cannot happen fails the

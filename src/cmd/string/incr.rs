@@ -73,20 +73,28 @@ pub fn decrby(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// Redis prints it (see [`longdouble`]).
 pub fn incrbyfloat(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let (key, by) = (args.at(1), args.at(2));
+    // Replicas get the result, not the increment (float formatting).
+    let result;
+    let keep = ctx.propagating();
     let (db, out) = ctx.db_out();
     match db.get_mut(key) {
         None => {
             let v = longdouble::incr_by_float(b"0", by)?;
             out.bulk(&v);
+            result = keep.then(|| v.clone());
             db.add_new(key, Value::Str(Str::plain(v)));
         }
         Some(Value::Str(s)) => {
             let v = longdouble::incr_by_float(&s.as_bytes(), by)?;
             out.bulk(&v);
+            result = keep.then(|| v.clone());
             *s = Str::plain(v);
         }
         Some(_) => return Err(Error::WrongType),
     }
     ctx.modified(key, notify::STRING, "incrbyfloat");
+    if let Some(v) = result {
+        ctx.propagate_as(&[b"SET", key, &v, b"KEEPTTL"]);
+    }
     Ok(())
 }

@@ -115,6 +115,7 @@ fn getset(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     reply_get(db, out, key)?;
     db.set(key, Value::Str(Str::from_bytes(val)));
     ctx.modified(key, notify::STRING, "set");
+    ctx.propagate_as(&[b"SET", key, val]);
     Ok(())
 }
 
@@ -128,6 +129,8 @@ fn getdel(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     if reply_get(db, out, key)? {
         db.remove(key);
         ctx.modified(key, notify::GENERIC, "del");
+        let del = crate::server::propagate::deletion(ctx.srv, "lazyfree-lazy-user-del");
+        ctx.propagate_as(&[del, key]);
     }
     Ok(())
 }

@@ -58,7 +58,7 @@ fn parse_opts<'a>(args: &mut Args<'a>, is_set: bool) -> Result<Opts<'a>, Error> 
             if o.keepttl || o.persist || other_expiry || !has_next {
                 return Err(Error::Syntax);
             }
-            o.expire = Some((unit, args.next().unwrap()));
+            o.expire = Some((unit, args.next_or_syntax()?));
         } else if opt.eq_ignore_ascii_case(b"NX") && is_set && !o.xx {
             o.nx = true;
         } else if opt.eq_ignore_ascii_case(b"XX") && is_set && !o.nx {
@@ -137,8 +137,11 @@ fn set_generic(
         db.set_expire(key, at);
     }
     ctx.modified(key, notify::STRING, "set");
-    if at.is_some() {
+    if let Some(at) = at {
         ctx.event(notify::GENERIC, "expire", key);
+        // Replicas get the absolute time, whatever the form given.
+        let mut ms = itoa::Buffer::new();
+        ctx.propagate_as(&[b"SET", key, val, b"PXAT", ms.format(at).as_bytes()]);
     }
     if !o.get {
         match style {
@@ -162,7 +165,18 @@ pub fn set(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         Some((unit, raw)) => Some(expire_at(unit, raw, "set")?),
         None => None,
     };
-    set_generic(ctx, key, val, &o, at, Style::Ok)
+    set_generic(ctx, key, val, &o, at, Style::Ok)?;
+    if o.get && at.is_none() && ctx.propagating() {
+        // Propagated without its GET options (GET may repeat).
+        let argv: Vec<&[u8]> = (0..args.len())
+            .map(|i| args.at(i))
+            .enumerate()
+            .filter(|&(i, a)| i < 3 || !a.eq_ignore_ascii_case(b"GET"))
+            .map(|(_, a)| a)
+            .collect();
+        ctx.propagate_as(&argv);
+    }
+    Ok(())
 }
 
 /// ```text
@@ -284,13 +298,18 @@ pub fn getex(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         Some((Unit::ExAt | Unit::PxAt, at)) if at <= clock::now_ms() => {
             db.remove(key);
             ctx.modified(key, notify::GENERIC, "del");
+            let del = crate::server::propagate::expired_del(ctx.srv);
+            ctx.propagate_as(&[del, key]);
         }
         Some((_, at)) => {
             db.set_expire(key, at);
             ctx.modified(key, notify::GENERIC, "expire");
+            let mut ms = itoa::Buffer::new();
+            ctx.propagate_as(&[b"PEXPIREAT", key, ms.format(at).as_bytes()]);
         }
         None if o.persist && db.persist(key) => {
             ctx.modified(key, notify::GENERIC, "persist");
+            ctx.propagate_as(&[b"PERSIST", key]);
         }
         None => {}
     }

@@ -308,27 +308,19 @@ pub fn reply_members<'a>(
         out.array(n);
     }
     for (m, s) in items.take(n) {
-        if withscores {
-            if out.resp3() {
-                out.array(2);
-            }
-            out.bulk(m);
-            out.double(s);
-        } else {
-            out.bulk(m);
-        }
+        reply_member(out, withscores, m, s);
     }
 }
 
-/// Parses a blocking timeout in seconds (`getTimeoutFromObjectOrReply`) into milliseconds.
-pub fn parse_timeout(a: &[u8]) -> Result<i64, Error> {
-    let v = crate::types::number::parse_f64(a)
-        .ok_or_else(|| Error::msg("timeout is not a float or out of range"))?;
-    let ms = (v * 1000.0).ceil();
-    // C's conversion of an out-of-range value gives LLONG_MIN, which Redis
-    // then reports as negative.
-    if ms < 0.0 || ms >= i64::MAX as f64 {
-        return Err(Error::msg("timeout is negative"));
+/// One element of [`reply_members`]'s array.
+pub fn reply_member(out: &mut Reply, withscores: bool, m: &[u8], s: f64) {
+    if withscores {
+        if out.resp3() {
+            out.array(2);
+        }
+        out.bulk(m);
+        out.double(s);
+    } else {
+        out.bulk(m);
     }
-    Ok(ms as i64)
 }

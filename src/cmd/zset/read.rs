@@ -1,8 +1,11 @@
 //! Sorted-set reads: ZCARD, ZSCORE, ZMSCORE, ZRANK, ZREVRANK, ZCOUNT, ZLEXCOUNT, ZRANDMEMBER, ZSCAN.
 
 use super::*;
+use crate::cmd::hash::sample_unique;
+use crate::cmd::scan;
 use crate::error::CmdResult;
 use crate::types::number;
+use std::borrow::Cow;
 
 /// ```text
 /// ZCARD key
@@ -140,42 +143,44 @@ pub fn zrandmember(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         }
         _ => return Err(Error::Syntax),
     };
-    let Some(z) = read_zset(ctx.db(), key)? else {
-        ctx.out().empty_array();
+    let cap = ctx.reply_cap();
+    let Ctx { srv, client, .. } = &mut *ctx;
+    let rng = &mut srv.rng;
+    let out = &mut client.reply;
+    let Some(z) = read_zset(&mut srv.ks.dbs[client.db], key)? else {
+        out.empty_array();
         return Ok(());
     };
     let size = z.len();
     let count = l.unsigned_abs() as usize;
     if count == 0 {
-        ctx.out().empty_array();
+        out.empty_array();
         return Ok(());
     }
-    let ranks: Vec<usize> = if l < 0 || count == 1 {
-        (0..count)
-            .map(|_| (ctx.srv.rng.next_u64() % size as u64) as usize)
-            .collect()
-    } else if count >= size {
+    if l < 0 || count == 1 {
+        // Streamed as Redis does: the count is the client's, not bounded by
+        // the set, so nothing is sized by it; the reply stops at the
+        // client's hard output limit.
+        reply_members(out, count, withscores, std::iter::empty());
+        let draw = || Some(z.at((rng.next_u64() % size as u64) as usize));
+        let write = |out: &mut Reply, (m, s)| reply_member(out, withscores, m, s);
+        if crate::cmd::stream_drawn(out, count, cap, draw, write) {
+            ctx.reply_capped();
+        }
+        return Ok(());
+    }
+    let ranks: Vec<usize> = if count >= size {
         // Redis 7.0 returns the whole set, highest rank first.
         (0..size).rev().collect()
     } else {
         // Partial Fisher-Yates over the ranks: `count` distinct members.
         let mut all: Vec<usize> = (0..size).collect();
-        for i in 0..count {
-            let j = i + (ctx.srv.rng.next_u64() % (size - i) as u64) as usize;
-            all.swap(i, j);
-        }
-        all.truncate(count);
+        sample_unique(&mut all, count, || rng.next_u64());
         all
     };
-    let srv = &mut *ctx.srv;
-    let db = &mut srv.ks.dbs[ctx.client.db];
-    let Some(Value::ZSet(z)) = db.peek(key) else {
-        unreachable!()
-    };
-    let n = ranks.len();
     reply_members(
-        &mut ctx.client.reply,
-        n,
+        out,
+        ranks.len(),
         withscores,
         ranks.into_iter().map(|r| z.at(r)),
     );
@@ -187,33 +192,17 @@ pub fn zrandmember(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// ```
 /// [next cursor, [member, score, ...]]. A listpack-encoded set is returned
 /// whole with cursor 0, as Redis does; a big set is walked in score order
-/// with the cursor holding the next rank.
+/// with the cursor holding the last score returned.
 pub fn zscan(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let key = args.at(1);
-    let cursor = parse_cursor(args.at(2)).ok_or_else(|| Error::msg("invalid cursor"))?;
+    let cursor = scan::parse_cursor(args.at(2))?;
     let (db, out) = ctx.db_out();
     let Some(z) = read_zset(db, key)? else {
-        out.array(2);
-        out.bulk(b"0");
-        out.empty_array();
+        scan::reply::<&[u8]>(out, 0, &[]);
         return Ok(());
     };
-    args.set_pos(3);
-    let mut count = 10usize;
-    let mut pattern: Option<&[u8]> = None;
-    while args.has_more() {
-        if args.remaining() >= 2 && args.eat_ci("COUNT") {
-            let c = args.next_i64()?;
-            if c < 1 {
-                return Err(Error::Syntax);
-            }
-            count = c as usize;
-        } else if args.remaining() >= 2 && args.eat_ci("MATCH") {
-            pattern = args.next();
-        } else {
-            return Err(Error::Syntax);
-        }
-    }
+    let o = scan::parse_opts(args, 3, false)?;
+    let count = o.count;
     let len = z.len();
     let (start, end) = if z.is_listpack() {
         (0, len)
@@ -252,41 +241,15 @@ pub fn zscan(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     } else {
         score_cursor(z.at(end - 1).1)
     };
-    let keep = |m: &[u8]| match pattern {
-        None => true,
-        Some(p) => p == b"*" || crate::types::glob::matches(p, m, false),
-    };
-    let items: Vec<(&[u8], f64)> = z
-        .iter_from(start)
-        .take(end - start)
-        .filter(|(m, _)| keep(m))
-        .collect();
-    out.array(2);
-    out.bulk(itoa::Buffer::new().format(next).as_bytes());
-    out.array(items.len() * 2);
-    for (m, s) in items {
-        out.bulk(m);
-        out.bulk(crate::types::number::fmt_double(s).as_bytes());
+    let mut items: Vec<Cow<[u8]>> = Vec::new();
+    for (m, s) in z.iter_from(start).take(end - start) {
+        if o.keeps(m) {
+            items.push(Cow::Borrowed(m));
+            items.push(Cow::Owned(crate::types::number::fmt_double(s).into_bytes()));
+        }
     }
+    scan::reply(out, next, &items);
     Ok(())
-}
-
-/// A SCAN cursor as C's `strtoul` reads it (Redis's `parseScanCursorOrReply`):
-/// an optional sign (a negative value wraps), digits, nothing after; empty is 0.
-fn parse_cursor(s: &[u8]) -> Option<u64> {
-    if s.is_empty() {
-        return Some(0);
-    }
-    let (neg, digits) = match s[0] {
-        b'-' => (true, &s[1..]),
-        b'+' => (false, &s[1..]),
-        _ => (false, s),
-    };
-    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    let v: u64 = std::str::from_utf8(digits).ok()?.parse().ok()?;
-    Some(if neg { v.wrapping_neg() } else { v })
 }
 
 /// A score as a ZSCAN cursor: its bits mapped so that integer order is score

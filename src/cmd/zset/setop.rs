@@ -150,7 +150,7 @@ fn parse(
         let rem = a.remaining();
         if op != Op::Diff && !card && rem > n as usize && a.eat_ci("WEIGHTS") {
             for w in plan.weights.iter_mut() {
-                *w = number::parse_f64(a.next().unwrap())
+                *w = number::parse_f64(a.next_or_syntax()?)
                     .ok_or_else(|| Error::msg("weight value is not a float"))?;
             }
         } else if op != Op::Diff && !card && rem >= 2 && a.eat_ci("AGGREGATE") {
@@ -166,7 +166,7 @@ fn parse(
         } else if !store && !card && a.eat_ci("WITHSCORES") {
             plan.withscores = true;
         } else if card && rem >= 2 && a.eat_ci("LIMIT") {
-            match number::parse_i64(a.next().unwrap()) {
+            match number::parse_i64(a.next_or_syntax()?) {
                 Some(l) if l >= 0 => plan.limit = l as usize,
                 _ => return Err(Error::msg("LIMIT can't be negative")),
             }
@@ -196,7 +196,10 @@ fn compute(srcs: &[Src], plan: &Plan, limits: Limits) -> ZSet {
                 // Smallest input first; the others are probed.
                 let mut order: Vec<usize> = (0..srcs.len()).collect();
                 order.sort_by_key(|&i| srcs[i].len());
-                let (first, rest) = order.split_first().unwrap();
+                // numkeys is at least 1, so there is a first input.
+                let Some((first, rest)) = order.split_first() else {
+                    return ZSet::with_hint(0, 0, limits);
+                };
                 srcs[*first].for_each(|m, s| {
                     let mut acc = weighted(plan.weights[*first], s);
                     for &j in rest {
@@ -335,16 +338,18 @@ pub fn zintercard(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     if srcs.iter().all(|s| s.len() > 0) {
         let mut order: Vec<usize> = (0..srcs.len()).collect();
         order.sort_by_key(|&i| srcs[i].len());
-        let (first, rest) = order.split_first().unwrap();
-        srcs[*first].for_each(|m, _| {
-            if rest.iter().all(|&j| srcs[j].score(m).is_some()) {
-                n += 1;
-                if plan.limit != 0 && n >= plan.limit {
-                    return false;
+        // numkeys is at least 1, so there is a first input.
+        if let Some((first, rest)) = order.split_first() {
+            srcs[*first].for_each(|m, _| {
+                if rest.iter().all(|&j| srcs[j].score(m).is_some()) {
+                    n += 1;
+                    if plan.limit != 0 && n >= plan.limit {
+                        return false;
+                    }
                 }
-            }
-            true
-        });
+                true
+            });
+        }
     }
     ctx.out().int(n as i64);
     Ok(())

@@ -275,11 +275,8 @@ fn pop_from(ctx: &mut Ctx, key: &[u8], max: bool, count: usize, shape: PopShape)
     let Ok(Some(z)) = write_zset(ctx.db(), key) else {
         unreachable!("pop_from on a missing set")
     };
-    let n = count.min(z.len());
-    let mut popped = Vec::with_capacity(n);
-    for _ in 0..n {
-        popped.push(z.pop(max).unwrap());
-    }
+    let popped: Vec<(Vec<u8>, f64)> = std::iter::from_fn(|| z.pop(max)).take(count).collect();
+    let n = popped.len();
     let out = ctx.out();
     match (shape.emit_key, shape.nested) {
         (false, false) => out.array(n * 2),
@@ -302,6 +299,17 @@ fn pop_from(ctx: &mut Ctx, key: &[u8], max: bool, count: usize, shape: PopShape)
         out.double(*s);
     }
     finish_write(ctx, key, if max { "zpopmax" } else { "zpopmin" });
+    if shape.emit_key {
+        // BZPOP* and *MPOP propagate as the plain pop (with the count
+        // popped, for the MPOP forms).
+        let name: &[u8] = if max { b"ZPOPMAX" } else { b"ZPOPMIN" };
+        let mut c = itoa::Buffer::new();
+        if shape.nested {
+            ctx.propagate_as(&[name, key, c.format(n).as_bytes()]);
+        } else {
+            ctx.propagate_as(&[name, key]);
+        }
+    }
 }
 
 fn zpop(ctx: &mut Ctx, args: &mut Args, max: bool) -> CmdResult {
@@ -365,7 +373,7 @@ fn first_nonempty(
 }
 
 fn bzpop(ctx: &mut Ctx, args: &mut Args, max: bool) -> CmdResult {
-    let timeout = parse_timeout(args.at(args.len() - 1))?;
+    let timeout = blocking::parse_timeout(args.at(args.len() - 1))?;
     let keys = 1..args.len() - 1;
     match first_nonempty(ctx, args, keys.clone())? {
         Some(i) => {
@@ -458,7 +466,7 @@ pub fn zmpop(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// ```
 /// [key, [[member, score], ...]], or null on timeout.
 pub fn bzmpop(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
-    let timeout = parse_timeout(args.at(1))?;
+    let timeout = blocking::parse_timeout(args.at(1))?;
     let (keys, max, count) = parse_mpop(args, 2)?;
     match first_nonempty(ctx, args, keys.clone())? {
         Some(i) => pop_from(ctx, args.at(i), max, count, MPOP_SHAPE),

@@ -287,6 +287,11 @@ fn parse_dec(neg: bool, s: &[u8]) -> Option<LongDouble> {
     check_range(v)
 }
 
+/// The value of a hexadecimal digit (callers check `is_ascii_hexdigit`).
+fn hex_digit(c: u8) -> u32 {
+    (c as char).to_digit(16).unwrap_or(0)
+}
+
 /// Parses the part of a hexadecimal float after `0x`: `hex[.hex][p[+-]digits]`.
 fn parse_hex(neg: bool, s: &[u8]) -> Option<LongDouble> {
     let mut i = 0;
@@ -295,14 +300,14 @@ fn parse_hex(neg: bool, s: &[u8]) -> Option<LongDouble> {
     let mut seen = false;
     while i < s.len() && s[i].is_ascii_hexdigit() {
         seen = true;
-        n.mul_add_small(16, (s[i] as char).to_digit(16).unwrap());
+        n.mul_add_small(16, hex_digit(s[i]));
         i += 1;
     }
     if i < s.len() && s[i] == b'.' {
         i += 1;
         while i < s.len() && s[i].is_ascii_hexdigit() {
             seen = true;
-            n.mul_add_small(16, (s[i] as char).to_digit(16).unwrap());
+            n.mul_add_small(16, hex_digit(s[i]));
             bexp -= 4;
             i += 1;
         }

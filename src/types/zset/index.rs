@@ -209,7 +209,10 @@ impl Index {
     /// Number of leading entries for which `before` holds (`before` must be
     /// true for a prefix of the order and false after it).
     pub fn count_before(&self, before: impl Fn(&Entry) -> bool) -> usize {
-        let ci = self.chunks.partition_point(|c| before(c.last().unwrap()));
+        // Chunks are never empty; an empty one would count as "before".
+        let ci = self
+            .chunks
+            .partition_point(|c| c.last().is_none_or(&before));
         if ci == self.chunks.len() {
             return self.len;
         }

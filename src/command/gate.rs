@@ -1,0 +1,443 @@
+//! The gate: the one check every command passes before it runs, in Redis's `processCommand` order.
+//!
+//! Whoever runs a command (a client's request, EXEC, `redis.call`, the
+//! busy-script poller, a woken blocked client, the server's own client)
+//! asks [`check`] (or [`admit`], when the command is already resolved) and
+//! gets a [`Verdict`]. The stages, in order:
+//!
+//! lookup → arity → protected (DEBUG) → auth → no-multi → ACL → cluster redirection → OOM →
+//! read-only replica → pub/sub context (RESP2) → LOADING → BUSY →
+//! CLIENT PAUSE → queue (inside MULTI) or run.
+//!
+//! Which stages apply depends on the [`Caller`]: EXEC and woken clients were
+//! checked when their command arrived (Redis re-checks only ACL then), and
+//! `redis.call` has its own rules (Redis's `scriptCall`). Decisions read the
+//! spec's flags, never a command's name. Stages for features Oxidis does not
+//! have yet pass, and name the issue that fills them.
+
+use super::args::Args;
+use super::spec::flags;
+use super::table::{table, CmdRef};
+use crate::error::{Error, Rejection};
+use crate::server::client::Client;
+use crate::server::Server;
+
+/// Who asks to run a command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Caller {
+    /// A request read from a client's connection.
+    Client,
+    /// A request the busy-script poller read while a script runs past
+    /// `busy-reply-threshold` (`function`: the script is a FUNCTION).
+    WhileBusy { function: bool },
+    /// A command MULTI queued, run by EXEC.
+    Exec,
+    /// `redis.call` / `redis.pcall` from a script (`read_only`: EVAL_RO,
+    /// FCALL_RO or a `no-writes` script).
+    Script { read_only: bool },
+    /// A blocked command run again because one of its keys became ready.
+    Woken,
+    /// The server's own client (loading an AOF, a master's stream): Redis's
+    /// `mustObeyClient`, never refused for the server's state.
+    Internal,
+}
+
+/// What the gate decided.
+pub enum Verdict {
+    /// Run it now.
+    Run(CmdRef),
+    /// Inside MULTI: queue it and answer `+QUEUED`.
+    Queue(CmdRef),
+    /// CLIENT PAUSE holds it: leave it unread until the pause ends.
+    Postpone,
+    /// Refused; the command when it was found (for its `rejected_calls`).
+    Reject(Option<CmdRef>, Rejection),
+}
+
+/// Resolves and checks a command.
+pub fn check(srv: &Server, client: &Client, args: &Args, caller: Caller) -> Verdict {
+    let cmd = match resolve(args) {
+        Ok(cmd) => cmd,
+        Err(e) => {
+            let r = match caller {
+                Caller::Script { .. } => Rejection::ScriptUnknown,
+                _ => Rejection::Unknown(e),
+            };
+            return Verdict::Reject(None, r);
+        }
+    };
+    admit(srv, client, cmd, args, caller)
+}
+
+/// Checks a resolved command (EXEC's queue and woken clients keep theirs).
+pub fn admit(srv: &Server, client: &Client, cmd: CmdRef, args: &Args, caller: Caller) -> Verdict {
+    let spec = cmd.spec;
+    let reject = |r| Verdict::Reject(Some(cmd), r);
+    match caller {
+        Caller::Exec | Caller::Woken => {
+            // Checked when they arrived; Redis checks ACL again at EXEC.
+            return match acl(srv, client, cmd, args) {
+                Some(r) => reject(r),
+                None => Verdict::Run(cmd),
+            };
+        }
+        Caller::Script { read_only } => return script_stage(srv, client, cmd, args, read_only),
+        Caller::Client | Caller::WhileBusy { .. } | Caller::Internal => {}
+    }
+    if !spec.arity_ok(args.len()) {
+        return reject(Rejection::Arity(spec.full_name()));
+    }
+    if spec.has(flags::PROTECTED) && !crate::cmd::server::debug::debug_allowed(srv, client) {
+        return reject(Rejection::Protected);
+    }
+    if !client.authenticated && !spec.has(flags::NO_AUTH) {
+        return reject(Rejection::NoAuth);
+    }
+    if client.multi.is_some() && spec.has(flags::NO_MULTI) {
+        return reject(Rejection::NoMulti);
+    }
+    if let Some(r) = acl(srv, client, cmd, args) {
+        return reject(r);
+    }
+    let obey = caller == Caller::Internal;
+    if !obey {
+        if let Some(r) = cluster(srv, client, cmd, args) {
+            return reject(r);
+        }
+        if let Some(r) = oom(srv, client, cmd) {
+            return reject(r);
+        }
+        if let Some(r) = read_only_replica(srv, cmd) {
+            return reject(r);
+        }
+    }
+    if client.in_pubsub_context() && !spec.has(flags::PUBSUB_CONTEXT) {
+        return reject(Rejection::PubSubContext(spec.full_name()));
+    }
+    if let Some(r) = loading(srv, cmd) {
+        return reject(r);
+    }
+    if let Caller::WhileBusy { function } = caller {
+        if !spec.has(flags::ALLOW_BUSY) {
+            return reject(Rejection::Busy { function });
+        }
+    }
+    if !obey && paused(srv, client, cmd, args) {
+        return Verdict::Postpone;
+    }
+    if client.multi.is_some() && !spec.has(flags::TXN_CONTROL) {
+        Verdict::Queue(cmd)
+    } else {
+        Verdict::Run(cmd)
+    }
+}
+
+/// `redis.call`'s stages (Redis's `scriptCall`): arity, noscript, stale,
+/// ACL, writes from a read-only script, OOM, cluster slots. No queueing,
+/// no pause: the script as a whole passed the client's gate.
+fn script_stage(
+    srv: &Server,
+    client: &Client,
+    cmd: CmdRef,
+    args: &Args,
+    read_only: bool,
+) -> Verdict {
+    let spec = cmd.spec;
+    let reject = |r| Verdict::Reject(Some(cmd), r);
+    if !spec.arity_ok(args.len()) {
+        return reject(Rejection::ScriptArity);
+    }
+    if spec.has(flags::NOSCRIPT) {
+        return reject(Rejection::ScriptNoScript);
+    }
+    // Stale replica (`Can not execute the command on a stale replica`):
+    // replication, not filed yet.
+    if let Some(r) = acl(srv, client, cmd, args) {
+        return reject(r);
+    }
+    // Redis counts may-replicate commands as writes here, so read-only
+    // scripts can run during CLIENT PAUSE WRITE.
+    if read_only && spec.has(flags::WRITE | flags::MAY_REPLICATE) {
+        return reject(Rejection::ScriptWriteInReadOnly);
+    }
+    // Issue 13 (maxmemory): a denyoom command is refused when the server was
+    // out of memory as the script started, unless the script already wrote
+    // or declared `allow-oom`. Issue 16 (cluster): keys outside this node's
+    // slots, and keys of different slots unless `allow-cross-slot-keys`.
+    Verdict::Run(cmd)
+}
+
+/// ACL stage: the user's permissions on the command, its keys and channels.
+/// Issue 15 fills it; today every user has full access.
+#[inline]
+fn acl(_srv: &Server, _client: &Client, _cmd: CmdRef, _args: &Args) -> Option<Rejection> {
+    None
+}
+
+/// Cluster stage: MOVED / ASK / CROSSSLOT / CLUSTERDOWN for keys this node
+/// does not serve. Issue 16 fills it; Oxidis runs standalone today.
+#[inline]
+fn cluster(_srv: &Server, _client: &Client, _cmd: CmdRef, _args: &Args) -> Option<Rejection> {
+    None
+}
+
+/// OOM stage: after trying eviction, refuse `denyoom` commands (and inside
+/// MULTI anything but EXEC, DISCARD, QUIT, RESET) while used memory is over
+/// `maxmemory`. Issue 13 fills it; Oxidis does not measure memory yet.
+#[inline]
+fn oom(_srv: &Server, _client: &Client, _cmd: CmdRef) -> Option<Rejection> {
+    None
+}
+
+/// Read-only replica stage: writes refused on a replica with
+/// `replica-read-only yes` (and `min-replicas-to-write`, disk-error stages
+/// alongside). Replication (not filed yet) and issue 12 fill them.
+#[inline]
+fn read_only_replica(_srv: &Server, _cmd: CmdRef) -> Option<Rejection> {
+    None
+}
+
+/// LOADING stage: commands without the `loading` flag are refused while the
+/// dataset loads. Issue 12 (persistence) fills it; nothing loads yet.
+#[inline]
+fn loading(_srv: &Server, _cmd: CmdRef) -> Option<Rejection> {
+    None
+}
+
+/// CLIENT PAUSE stage: every command under `PAUSE ALL`; under `PAUSE WRITE`
+/// writes and may-replicate commands, and EXEC of a transaction holding one.
+/// Scripts count by the flags they declare (Redis's `getCommandFlags`, see
+/// `script::cmd_flags`).
+fn paused(srv: &Server, client: &Client, cmd: CmdRef, args: &Args) -> bool {
+    let Some(p) = srv.pause else {
+        return false;
+    };
+    if p.until_ms <= crate::clock::real_now_us() / 1000 {
+        return false;
+    }
+    if !p.write_only {
+        return true;
+    }
+    let writes = flags::WRITE | flags::MAY_REPLICATE;
+    let effective = |spec, args: &Args| crate::script::cmd_flags::effective(srv, spec, args);
+    effective(cmd.spec, args) & writes != 0
+        || (cmd.spec.has(flags::TXN_EXEC)
+            && client.multi.as_ref().is_some_and(|m| {
+                m.queue
+                    .iter()
+                    .any(|q| effective(q.spec, &q.argv.args()) & writes != 0)
+            }))
+}
+
+/// Lookup stage: the command (or subcommand) for a request, with Redis's
+/// errors for unknown commands and subcommands.
+pub fn resolve(args: &Args) -> Result<CmdRef, Error> {
+    let name = args.at(0);
+    let Some(cmd) = table().lookup(name) else {
+        return Err(unknown_command(args));
+    };
+    if cmd.spec.subcommands.is_empty() || args.len() < 2 {
+        return Ok(cmd);
+    }
+    match table().lookup_sub(name, args.at(1)) {
+        Some(sub) => Ok(sub),
+        None => Err(Error::UnknownSubcommand {
+            sub: c_str(args.at(1), 128),
+            cmd: String::from_utf8_lossy(name).to_uppercase(),
+        }),
+    }
+}
+
+/// C's `%.Ns` of a binary argument: stops at a NUL byte and after N bytes.
+fn c_str(b: &[u8], max: usize) -> String {
+    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len()).min(max);
+    String::from_utf8_lossy(&b[..end]).into_owned()
+}
+
+fn unknown_command(args: &Args) -> Error {
+    let mut list = String::new();
+    let mut i = 1;
+    while i < args.len() && list.len() < 128 {
+        let room = 128 - list.len();
+        list.push('\'');
+        list.push_str(&c_str(args.at(i), room));
+        list.push_str("' ");
+        i += 1;
+    }
+    Error::Msg(
+        format!(
+            "unknown command '{}', with args beginning with: {}",
+            c_str(args.at(0), 128),
+            list
+        )
+        .into(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::command::args::Argv;
+    use crate::error::Error;
+    use crate::server::client::{ConnKind, Multi};
+    use crate::server::{Pause, Server};
+
+    fn setup() -> (Server, Client) {
+        let srv = Server::new(crate::Config::default());
+        let c = Client::new(1, String::new(), String::new(), ConnKind::Tcp, false);
+        (srv, c)
+    }
+
+    fn verdict(srv: &Server, c: &Client, words: &[&str], caller: Caller) -> Verdict {
+        let argv = Argv::from_slices(words.iter().map(|w| w.as_bytes()));
+        check(srv, c, &argv.args(), caller)
+    }
+
+    /// The rejection's error text, or what the gate decided.
+    fn outcome(srv: &Server, c: &Client, words: &[&str], caller: Caller) -> String {
+        match verdict(srv, c, words, caller) {
+            Verdict::Run(cmd) => format!("run {}", cmd.spec.name),
+            Verdict::Queue(cmd) => format!("queue {}", cmd.spec.name),
+            Verdict::Postpone => "postpone".into(),
+            Verdict::Reject(_, r) => r.error().text().into_owned(),
+        }
+    }
+
+    #[test]
+    fn stages_run_in_redis_order() {
+        let (srv, mut c) = setup();
+        c.authenticated = false;
+        // Arity comes before auth, auth before everything after it.
+        assert_eq!(
+            outcome(&srv, &c, &["get"], Caller::Client),
+            Error::Arity("get".into()).text()
+        );
+        assert_eq!(
+            outcome(&srv, &c, &["get", "k"], Caller::Client),
+            "NOAUTH Authentication required."
+        );
+        assert_eq!(
+            outcome(&srv, &c, &["auth", "pw"], Caller::Client),
+            "run auth"
+        );
+        c.authenticated = true;
+        c.multi = Some(Multi::default());
+        assert_eq!(
+            outcome(&srv, &c, &["nosuch", "a"], Caller::Client),
+            "ERR unknown command 'nosuch', with args beginning with: 'a' "
+        );
+        assert_eq!(
+            outcome(&srv, &c, &["get", "k"], Caller::Client),
+            "queue get"
+        );
+        assert_eq!(outcome(&srv, &c, &["exec"], Caller::Client), "run exec");
+        assert_eq!(outcome(&srv, &c, &["reset"], Caller::Client), "run reset");
+    }
+
+    #[test]
+    fn pubsub_context_is_decided_by_flag() {
+        let (srv, mut c) = setup();
+        c.channels.insert(b"ch".to_vec());
+        assert_eq!(outcome(&srv, &c, &["ping"], Caller::Client), "run ping");
+        assert_eq!(
+            outcome(&srv, &c, &["psubscribe", "p*"], Caller::Client),
+            "run psubscribe"
+        );
+        assert!(
+            outcome(&srv, &c, &["get", "k"], Caller::Client).starts_with("ERR Can't execute 'get'")
+        );
+        c.reply.resp = 3;
+        assert_eq!(outcome(&srv, &c, &["get", "k"], Caller::Client), "run get");
+    }
+
+    #[test]
+    fn busy_allows_only_allow_busy_commands() {
+        let (srv, c) = setup();
+        let busy = Caller::WhileBusy { function: false };
+        assert!(outcome(&srv, &c, &["get", "k"], busy)
+            .starts_with("BUSY Redis is busy running a script. You can only call SCRIPT KILL"));
+        assert_eq!(
+            outcome(&srv, &c, &["script", "kill"], busy),
+            "run script|kill"
+        );
+        let fbusy = Caller::WhileBusy { function: true };
+        assert!(outcome(&srv, &c, &["get", "k"], fbusy).contains("FUNCTION KILL"));
+    }
+
+    #[test]
+    fn pause_holds_writes_and_exec_of_writes() {
+        let (mut srv, mut c) = setup();
+        srv.pause = Some(Pause {
+            until_ms: i64::MAX,
+            write_only: true,
+        });
+        assert_eq!(
+            outcome(&srv, &c, &["set", "k", "v"], Caller::Client),
+            "postpone"
+        );
+        assert_eq!(outcome(&srv, &c, &["get", "k"], Caller::Client), "run get");
+        // Errors found before the pause stage are answered at once.
+        assert!(outcome(&srv, &c, &["set", "k"], Caller::Client).starts_with("ERR wrong number"));
+        c.multi = Some(Multi::default());
+        assert_eq!(outcome(&srv, &c, &["exec"], Caller::Client), "run exec");
+        assert_eq!(
+            outcome(&srv, &c, &["set", "k", "v"], Caller::Client),
+            "postpone"
+        );
+        let q = Argv::from_slices([&b"set"[..], b"k", b"v"]);
+        let cmd = resolve(&q.args()).ok().unwrap();
+        c.multi
+            .as_mut()
+            .unwrap()
+            .queue
+            .push(crate::server::client::Queued {
+                spec: cmd.spec,
+                id: cmd.id,
+                argv: q,
+            });
+        assert_eq!(outcome(&srv, &c, &["exec"], Caller::Client), "postpone");
+        // Scripts and the server's own client are never held.
+        let script = Caller::Script { read_only: false };
+        assert_eq!(outcome(&srv, &c, &["set", "k", "v"], script), "run set");
+        assert_eq!(
+            outcome(&srv, &c, &["set", "k", "v"], Caller::Internal),
+            "queue set"
+        );
+        srv.pause = Some(Pause {
+            until_ms: 0,
+            write_only: false,
+        });
+        assert_eq!(
+            outcome(&srv, &c, &["set", "k", "v"], Caller::Client),
+            "queue set"
+        );
+    }
+
+    #[test]
+    fn script_stage_has_its_own_errors() {
+        let (srv, c) = setup();
+        let s = Caller::Script { read_only: false };
+        let ro = Caller::Script { read_only: true };
+        assert_eq!(
+            outcome(&srv, &c, &["nosuch"], s),
+            "ERR Unknown Redis command called from script"
+        );
+        assert_eq!(
+            outcome(&srv, &c, &["config", "nosuch"], s),
+            "ERR Unknown Redis command called from script"
+        );
+        assert_eq!(
+            outcome(&srv, &c, &["get"], s),
+            "ERR Wrong number of args calling Redis command from script"
+        );
+        assert_eq!(
+            outcome(&srv, &c, &["multi"], s),
+            "ERR This Redis command is not allowed from script"
+        );
+        assert_eq!(
+            outcome(&srv, &c, &["set", "k", "v"], ro),
+            "ERR Write commands are not allowed from read-only scripts."
+        );
+        assert_eq!(outcome(&srv, &c, &["get", "k"], ro), "run get");
+    }
+}

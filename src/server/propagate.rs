@@ -1,0 +1,347 @@
+//! Propagation: the commands a replica or an AOF replays to reach the same dataset (Redis's `alsoPropagate`).
+//!
+//! After each command `command::dispatch::call` hands its effects here: the
+//! command itself when the dirty counter moved, or what the handler asked to
+//! propagate instead (`Ctx::propagate_as`, `Ctx::also_propagate`). Keys that
+//! expired on lookup become `DEL` (or `UNLINK` with `lazyfree-lazy-expire`).
+//! The ops of one top-level command, with everything its EXEC or script ran,
+//! are collected in `pending` and leave together when it ends: wrapped in
+//! MULTI/EXEC when there are several, preceded by `SELECT` whenever the
+//! database differs from the one the stream last selected.
+//!
+//! Consumers are [`Tap`]s, attached from any thread through a [`TapHub`].
+//! With none attached nothing is recorded: `enter` is one atomic load and
+//! a branch, and no command allocates for propagation.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+/// Locks a tap's state; a consumer that panicked holding it leaves the
+/// bytes intact, so a poisoned lock is used as it is.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A consumer of the stream: the bytes a replica would receive, in RESP.
+#[derive(Default)]
+pub struct Tap {
+    buf: Mutex<Vec<u8>>,
+    grew: Condvar,
+}
+
+impl Tap {
+    /// Everything received so far, leaving the tap empty.
+    pub fn take(&self) -> Vec<u8> {
+        std::mem::take(&mut *lock(&self.buf))
+    }
+
+    /// Waits until at least `n` bytes are buffered or `timeout` passes,
+    /// then takes them all.
+    pub fn take_at_least(&self, n: usize, timeout: Duration) -> Vec<u8> {
+        let deadline = Instant::now() + timeout;
+        let mut b = lock(&self.buf);
+        while b.len() < n {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            b = self
+                .grew
+                .wait_timeout(b, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        std::mem::take(&mut *b)
+    }
+
+    fn push(&self, bytes: &[u8]) {
+        lock(&self.buf).extend_from_slice(bytes);
+        self.grew.notify_all();
+    }
+}
+
+/// Where taps attach from other threads (`oxidis::Handle::tap_propagation`).
+#[derive(Default)]
+pub struct TapHub {
+    /// Taps attached so far; the server compares it with what it has seen.
+    attached: AtomicUsize,
+    new: Mutex<Vec<Arc<Tap>>>,
+}
+
+impl TapHub {
+    /// Attaches a new consumer; it receives what is propagated from now on,
+    /// starting with a SELECT (as a replica after its full sync).
+    pub fn attach(&self) -> Arc<Tap> {
+        let tap = Arc::new(Tap::default());
+        lock(&self.new).push(tap.clone());
+        self.attached.fetch_add(1, Ordering::Release);
+        tap
+    }
+}
+
+/// What the running command asked for (Redis's per-client propagation flags
+/// and rewritten argv). Saved and restored around nested calls.
+#[derive(Default)]
+struct CallState {
+    /// `propagate_as`: propagate this instead of the command, if it wrote.
+    rewrite: Option<Vec<Box<[u8]>>>,
+    /// `prevent_propagation`: the command itself is never propagated.
+    prevent: bool,
+    /// `force_propagation`: propagated even when the dirty counter stayed.
+    force: bool,
+}
+
+/// An open `enter`: the outer command's state and the dirty counter at entry.
+pub struct Entered {
+    outer: CallState,
+    dirty: u64,
+}
+
+/// One command of the stream, encoded, with the database it runs in.
+struct Op {
+    db: usize,
+    resp: Vec<u8>,
+}
+
+/// The server's propagation state.
+#[derive(Default)]
+pub struct Propagation {
+    hub: Arc<TapHub>,
+    /// Taps taken from `hub` (how many: `seen`).
+    taps: Vec<Arc<Tap>>,
+    seen: usize,
+    /// Ops of the current top-level command (Redis's `server.also_propagate`).
+    pending: Vec<Op>,
+    cur: CallState,
+    /// Nesting of `enter` (EXEC and scripts run commands inside a command).
+    depth: u32,
+    /// The database the stream last selected (Redis's `slaveseldb`).
+    selected: Option<usize>,
+    /// The top-level command touches arbitrary keys (SCAN, RANDOMKEY): its
+    /// expired-key DELs are not wrapped in MULTI/EXEC.
+    no_multi: bool,
+    /// `redis.set_repl(redis.REPL_NONE)` in the running script.
+    script_repl_off: bool,
+    /// A blocked client's command runs again because a key became ready
+    /// (BLMOVE then propagates Redis's lowercase `left`/`right`).
+    pub serving_blocked: bool,
+}
+
+impl Propagation {
+    /// The hub consumers attach through.
+    pub fn hub(&self) -> Arc<TapHub> {
+        self.hub.clone()
+    }
+
+    /// True when some consumer receives the stream. Handlers that build a
+    /// replacement command check this first, so they allocate nothing when
+    /// nobody listens.
+    #[inline]
+    pub fn active(&self) -> bool {
+        !self.taps.is_empty()
+    }
+
+    /// Takes taps attached since the last look.
+    #[inline]
+    fn sync(&mut self) {
+        if self.hub.attached.load(Ordering::Acquire) == self.seen {
+            return;
+        }
+        let new = std::mem::take(&mut *lock(&self.hub.new));
+        self.seen += new.len();
+        self.taps.extend(new);
+        // A new consumer starts with a SELECT, as a replica after a full sync.
+        self.selected = None;
+        crate::db::log_expired(true);
+    }
+
+    /// Starts a command; None (nothing to do afterwards) without consumers.
+    #[inline]
+    pub fn enter(&mut self, dirty: u64, touches_arbitrary_keys: bool) -> Option<Entered> {
+        if self.depth == 0 {
+            self.sync();
+            self.no_multi = touches_arbitrary_keys;
+        }
+        if self.taps.is_empty() {
+            return None;
+        }
+        self.depth += 1;
+        Some(Entered {
+            outer: std::mem::take(&mut self.cur),
+            dirty,
+        })
+    }
+
+    /// Ends a command run in database `db` with arguments `argv`: records
+    /// expired keys, then the command (or its replacement) if it changed the
+    /// dataset. At the top level, sends everything collected.
+    pub fn leave(
+        &mut self,
+        e: Entered,
+        dirty: u64,
+        db: usize,
+        argv: &crate::command::Args,
+        is_exec: bool,
+        lazy_expire: bool,
+    ) {
+        self.record_expired(lazy_expire);
+        let cur = std::mem::replace(&mut self.cur, e.outer);
+        self.depth -= 1;
+        let wrote = dirty != e.dirty || cur.force;
+        // EXEC is never propagated itself (its commands are), nor what a
+        // script runs after redis.set_repl(REPL_NONE).
+        let silenced = cur.prevent || is_exec || (self.script_repl_off && self.depth > 0);
+        if wrote && !silenced {
+            let resp = match &cur.rewrite {
+                Some(v) => encode(v.iter().map(|a| &a[..])),
+                None => encode((0..argv.len()).map(|i| argv.at(i))),
+            };
+            self.pending.push(Op { db, resp });
+        }
+        if self.depth == 0 {
+            self.script_repl_off = false;
+            self.flush(!self.no_multi);
+        }
+    }
+
+    /// `Ctx::propagate_as`: the command propagates as `argv` if it writes.
+    pub fn rewrite(&mut self, argv: &[&[u8]]) {
+        if self.depth > 0 {
+            self.cur.rewrite = Some(argv.iter().map(|a| Box::from(*a)).collect());
+        }
+    }
+
+    /// `Ctx::also_propagate`: `argv` in `db` joins the stream after what
+    /// the command propagated so far, whether or not it writes.
+    pub fn also(&mut self, db: usize, argv: &[&[u8]], lazy_expire: bool) {
+        if self.depth == 0 {
+            return;
+        }
+        self.record_expired(lazy_expire);
+        let resp = encode(argv.iter().copied());
+        self.pending.push(Op { db, resp });
+    }
+
+    /// The running command is not propagated itself (what it asked with
+    /// `also` still is): SPOP with a count, scripts.
+    pub fn prevent(&mut self) {
+        if self.depth > 0 {
+            self.cur.prevent = true;
+        }
+    }
+
+    /// The running command is propagated even if it changed nothing
+    /// (FLUSHALL / FLUSHDB on empty databases).
+    pub fn force(&mut self) {
+        if self.depth > 0 {
+            self.cur.force = true;
+        }
+    }
+
+    /// `redis.set_repl`: commands the script runs from now on are (not)
+    /// propagated to replicas; a script's end turns it back on.
+    pub fn set_script_repl(&mut self, on: bool) {
+        self.script_repl_off = !on;
+    }
+
+    /// Keys expired outside any command (active expiry): each DEL goes out
+    /// alone, never wrapped in MULTI/EXEC.
+    pub fn flush_expired(&mut self, lazy_expire: bool) {
+        if self.depth > 0 {
+            return;
+        }
+        self.sync();
+        if self.taps.is_empty() {
+            return;
+        }
+        self.record_expired(lazy_expire);
+        self.flush(false);
+    }
+
+    /// Turns keys the databases expired since the last look into DEL/UNLINK ops.
+    fn record_expired(&mut self, lazy: bool) {
+        let name: &[u8] = if lazy { b"UNLINK" } else { b"DEL" };
+        for (db, key) in crate::db::take_expired_log() {
+            let resp = encode([name, &key[..]].into_iter());
+            self.pending.push(Op { db, resp });
+        }
+    }
+
+    /// Sends the pending ops to every tap (Redis's `propagatePendingCommands`).
+    fn flush(&mut self, may_wrap: bool) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let ops = std::mem::take(&mut self.pending);
+        let wrap = may_wrap && ops.len() > 1;
+        let mut out = Vec::new();
+        if wrap {
+            self.select(&mut out, ops[0].db);
+            out.extend_from_slice(b"*1\r\n$5\r\nMULTI\r\n");
+        }
+        for op in &ops {
+            self.select(&mut out, op.db);
+            out.extend_from_slice(&op.resp);
+        }
+        if wrap {
+            out.extend_from_slice(b"*1\r\n$4\r\nEXEC\r\n");
+        }
+        for t in &self.taps {
+            t.push(&out);
+        }
+    }
+
+    /// A SELECT when `db` is not the database the stream is in.
+    fn select(&mut self, out: &mut Vec<u8>, db: usize) {
+        if self.selected != Some(db) {
+            let mut n = itoa::Buffer::new();
+            let n = n.format(db);
+            out.extend_from_slice(&encode([&b"SELECT"[..], n.as_bytes()].into_iter()));
+            self.selected = Some(db);
+        }
+    }
+}
+
+/// How a key deleted because its time passed propagates: `UNLINK` with
+/// `lazyfree-lazy-expire yes`, else `DEL`.
+pub fn expired_del(srv: &super::Server) -> &'static [u8] {
+    deletion(srv, "lazyfree-lazy-expire")
+}
+
+/// `UNLINK` when the lazyfree parameter `param` is `yes`, else `DEL`.
+pub fn deletion(srv: &super::Server, param: &str) -> &'static [u8] {
+    if srv.config.get(param) == Some("yes") {
+        b"UNLINK"
+    } else {
+        b"DEL"
+    }
+}
+
+/// A command as a RESP multibulk.
+fn encode<'a>(argv: impl ExactSizeIterator<Item = &'a [u8]>) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut n = itoa::Buffer::new();
+    out.push(b'*');
+    out.extend_from_slice(n.format(argv.len()).as_bytes());
+    out.extend_from_slice(b"\r\n");
+    for a in argv {
+        out.push(b'$');
+        out.extend_from_slice(n.format(a.len()).as_bytes());
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn multibulk_encoding() {
+        let v = encode([&b"SET"[..], b"k", b""].into_iter());
+        assert_eq!(v, b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$0\r\n\r\n");
+    }
+}
