@@ -7,7 +7,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::{Buf, BytesMut};
-use tokio::io::{AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::time::Sleep;
 
 use super::client::{Client, ClientCell};
@@ -26,34 +26,10 @@ pub const KEEP_OUTPUT: usize = 16 * 1024;
 /// Replies up to this size wait for the round's burst (see `serve`).
 const BURST_MAX: usize = 16 * 1024;
 
-/// A socket the loop can wait on without lending it a buffer: an idle
-/// connection holds no input buffer, its bytes are read into one shared by
-/// every connection on the thread and only what is left unparsed is kept.
-pub trait Socket: AsyncWrite + Unpin {
-    /// As tokio's `poll_read_ready`: the wait keeps no state of its own in
-    /// the task (tokio's `readable()` future is 152 bytes).
-    fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<std::io::Result<()>>;
-    fn try_read(&self, buf: &mut [u8]) -> std::io::Result<usize>;
-    fn try_read_buf(&self, buf: &mut BytesMut) -> std::io::Result<usize>;
-}
-
-macro_rules! socket {
-    ($t:ty) => {
-        impl Socket for $t {
-            fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-                <$t>::poll_read_ready(self, cx)
-            }
-            fn try_read(&self, buf: &mut [u8]) -> std::io::Result<usize> {
-                <$t>::try_read(self, buf)
-            }
-            fn try_read_buf(&self, buf: &mut BytesMut) -> std::io::Result<usize> {
-                <$t>::try_read_buf(self, buf)
-            }
-        }
-    };
-}
-socket!(tokio::net::TcpStream);
-socket!(tokio::net::UnixStream);
+/// The sockets a connection runs on (TCP, unix).
+pub trait Socket: AsyncRead + AsyncWrite + Unpin {}
+impl Socket for tokio::net::TcpStream {}
+impl Socket for tokio::net::UnixStream {}
 
 thread_local! {
     /// The read buffer every connection on the data thread shares.
@@ -184,11 +160,8 @@ pub fn serve<S: Socket>(
             let mut idle = (idle_secs > 0)
                 .then(|| Box::pin(tokio::time::sleep(Duration::from_secs(idle_secs))));
             tokio::select! {
-                r = std::future::poll_fn(|cx| stream.poll_read_ready(cx)) => {
-                    if r.is_err() {
-                        break;
-                    }
-                    match read(&stream, &mut input) {
+                r = std::future::poll_fn(|cx| poll_read(cx, &mut stream, &mut input)) => {
+                    match r {
                         Ok(0) => break,
                         Ok(n) => {
                             let mut s = srv.borrow_mut();
@@ -199,7 +172,6 @@ pub fn serve<S: Socket>(
                                 break;
                             }
                         }
-                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
                         Err(_) => break,
                     }
                 },
@@ -227,23 +199,37 @@ async fn armed(timer: &mut Option<Pin<Box<Sleep>>>) {
     }
 }
 
-/// Reads what the socket has: into the shared buffer, keeping a copy of the
-/// bytes only (most reads hold whole requests, run before the next read);
-/// straight into the connection's buffer while a big argument arrives.
-fn read<S: Socket>(stream: &S, input: &mut Input) -> std::io::Result<usize> {
+/// Reads what the socket has: into the buffer shared by every connection,
+/// keeping a copy of the bytes only (most reads hold whole requests, run
+/// before the next read), or straight into the connection's buffer while a
+/// big argument arrives. The wait itself keeps no buffer: an idle
+/// connection holds none. (tokio's `poll_read` also knows a short read
+/// drained the socket, so no extra read is needed to find out.)
+fn poll_read<S: Socket>(
+    cx: &mut Context<'_>,
+    stream: &mut S,
+    input: &mut Input,
+) -> Poll<std::io::Result<usize>> {
     let want = input.need.saturating_sub(input.buf.len());
     if want > READ_CHUNK {
         input.buf.reserve(want.min(KEEP_CAPACITY));
-        return stream.try_read_buf(&mut input.buf);
+        let len = input.buf.len();
+        let mut rb = ReadBuf::uninit(input.buf.spare_capacity_mut());
+        let r = Pin::new(stream).poll_read(cx, &mut rb);
+        let n = rb.filled().len();
+        // SAFETY: `poll_read` initialised the `n` bytes it reports filled,
+        // right after the buffer's length.
+        unsafe { input.buf.set_len(len + n) };
+        return r.map_ok(|()| n);
     }
     let mut scratch = SCRATCH.with(|c| c.take());
     scratch.resize(READ_CHUNK, 0);
-    let r = stream.try_read(&mut scratch);
-    if let Ok(n) = r {
-        input.buf.extend_from_slice(&scratch[..n]);
-    }
+    let mut rb = ReadBuf::new(&mut scratch);
+    let r = Pin::new(stream).poll_read(cx, &mut rb);
+    let n = rb.filled().len();
+    input.buf.extend_from_slice(rb.filled());
     SCRATCH.with(|c| c.set(scratch));
-    r
+    r.map_ok(|()| n)
 }
 
 /// Redis's `client-query-buffer-limit` check after a read: input not yet
