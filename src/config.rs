@@ -72,6 +72,7 @@ pub static ACTED: &[&str] = &[
     "protected-mode",
     "daemonize",
     "always-show-logo",
+    "maxmemory",
     "pidfile",
     "logfile",
     "loglevel",

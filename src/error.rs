@@ -63,6 +63,12 @@ impl Error {
         Error::Coded(s.into())
     }
 
+    /// `EXECABORT Transaction discarded because of: <rejection>`, the
+    /// answer to an EXEC the gate rejected.
+    pub fn exec_abort(rejection: &str) -> Self {
+        Error::Coded(format!("EXECABORT Transaction discarded because of: {rejection}").into())
+    }
+
     /// The wire text without the leading `-` (code included).
     pub fn text(&self) -> Cow<'static, str> {
         match self {
@@ -246,14 +252,6 @@ impl ProtocolError {
 }
 
 impl Error {
-    /// EXEC refused by the gate (Redis's `execCommandAbort`): the reason
-    /// follows, with its code unless it is ERR.
-    pub fn exec_abort(reason: &Error) -> Error {
-        let text = reason.text();
-        let why = text.strip_prefix("ERR ").unwrap_or(&text);
-        Error::Coded(format!("EXECABORT Transaction discarded because of: {why}").into())
-    }
-
     /// A command that panicked (a bug) and was stopped (see `server::fault`).
     /// Redis has no such reply: it would have crashed.
     pub fn internal(cmd: &str) -> Error {

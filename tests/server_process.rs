@@ -187,6 +187,43 @@ fn starts_serves_and_stops_on_sigterm() {
     assert!(!pid.exists(), "pidfile removed at shutdown");
 }
 
+/// SIGTERM while a script is busy, as redis-server 7.0.15 takes it: the
+/// shutdown is scheduled, other clients still get BUSY, and once SCRIPT
+/// KILL stops the script the server shuts down (issue 11).
+#[test]
+fn sigterm_during_a_busy_script_shuts_down_once_it_ends() {
+    let port = free_port();
+    let mut p = start(&[
+        "--port",
+        &port.to_string(),
+        "--save",
+        "",
+        "--busy-reply-threshold",
+        "10",
+    ]);
+    let mut runner = connect(port);
+    runner
+        .write_all(&resp(&["EVAL", "while true do end", "0"]))
+        .unwrap();
+    let mut other = connect(port);
+    let busy =
+        "-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+    let mut seen = false;
+    for _ in 0..400 {
+        if call(&mut other, &["PING"]) == busy {
+            seen = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    assert!(seen, "the script never became busy");
+    sigterm(&p.child);
+    assert_eq!(call(&mut other, &["PING"]), busy);
+    assert_eq!(p.child.try_wait().unwrap(), None, "still serving");
+    assert_eq!(call(&mut other, &["SCRIPT", "KILL"]), "+OK");
+    assert_eq!(wait_exit(&mut p.child), Some(0));
+}
+
 #[test]
 fn logfile_receives_the_log() {
     let port = free_port();

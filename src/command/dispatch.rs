@@ -6,7 +6,7 @@ use super::args::Args;
 use super::gate::{self, Caller, Verdict};
 use super::spec::flags;
 use super::table::CmdRef;
-use crate::error::Rejection;
+use crate::error::{Error, Rejection};
 use crate::server::client::{Client, Queued, ReplyMode};
 use crate::server::{blocking, notify, Ctx, Server};
 
@@ -77,13 +77,17 @@ pub fn reject(srv: &mut Server, client: &mut Client, cmd: Option<CmdRef>, r: &Re
     if let Some(m) = client.multi.as_mut() {
         m.aborted = true;
     }
-    let mut e = r.error();
     if let Some(cmd) = cmd {
         srv.stats.cmd(cmd.id).rejected += 1;
-        if cmd.spec.has(flags::TXN_EXEC) {
-            crate::cmd::txn::discard_transaction(srv, client);
-            e = crate::error::Error::exec_abort(&e);
-        }
+    }
+    let mut e = r.error();
+    // A rejected EXEC discards its transaction (Redis's execCommandAbort).
+    // Redis formats its ERR-class rejections without the code and keeps the
+    // code of the others (BUSY, NOAUTH, OOM, ...).
+    if cmd.is_some_and(|c| c.spec.name == "exec") {
+        crate::cmd::txn::discard_transaction(srv, client);
+        let text = e.text();
+        e = Error::exec_abort(text.strip_prefix("ERR ").unwrap_or(&text));
     }
     srv.stats.error(e.code());
     client.reply.error_line(&e.text());
@@ -120,7 +124,6 @@ pub fn call(
             client,
             spec: cmd.spec,
             in_exec,
-            in_script: false,
         };
         crate::server::fault::run_handler(cmd.spec.full_name(), in_exec, || {
             #[cfg(test)]

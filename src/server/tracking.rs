@@ -229,20 +229,25 @@ pub fn after_call(
     args: &crate::command::Args,
     ok: bool,
 ) {
-    if spec.has(crate::command::flags::READONLY) {
-        if c.tracking.is_some() {
-            remember_read(srv, c, spec, args);
-        } else if c.conn_kind == super::client::ConnKind::Script
-            && srv.ext.tracking.caller_tracks_reads
-        {
-            // A script's read is remembered for the client that ran it.
-            let id = srv.ext.tracking.caller;
-            let tr = &mut srv.ext.tracking;
-            for i in spec.key_positions(args) {
-                if tr.table.entry(args.at(i).to_vec()).or_default().insert(id) {
-                    tr.items += 1;
+    // The read-only script commands track nothing themselves: their keys
+    // are remembered when the script reads (Redis's call() excludes them).
+    if spec.has(crate::command::flags::READONLY)
+        && !matches!(spec.name, "eval_ro" | "evalsha_ro" | "fcall_ro")
+    {
+        if c.conn_kind == super::client::ConnKind::Script {
+            if srv.ext.tracking.caller_tracks_reads {
+                // A script that reads tracks every key it declared, for
+                // the client that ran it.
+                let id = srv.ext.tracking.caller;
+                let tr = &mut srv.ext.tracking;
+                for key in crate::script::declared_keys() {
+                    if tr.table.entry(key).or_default().insert(id) {
+                        tr.items += 1;
+                    }
                 }
             }
+        } else if c.tracking.is_some() {
+            remember_read(srv, c, spec, args);
         }
     }
     if ok
