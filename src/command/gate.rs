@@ -5,7 +5,7 @@
 //! asks [`check`] (or [`admit`], when the command is already resolved) and
 //! gets a [`Verdict`]. The stages, in order:
 //!
-//! lookup → arity → auth → no-multi → ACL → cluster redirection → OOM →
+//! lookup → arity → protected (DEBUG) → auth → no-multi → ACL → cluster redirection → OOM →
 //! read-only replica → pub/sub context (RESP2) → LOADING → BUSY →
 //! CLIENT PAUSE → queue (inside MULTI) or run.
 //!
@@ -98,6 +98,9 @@ pub fn admit(srv: &Server, client: &Client, cmd: CmdRef, args: &Args, caller: Ca
     }
     if !spec.arity_ok(args.len()) {
         return reject(Rejection::Arity(spec.full_name()));
+    }
+    if spec.has(flags::PROTECTED) && !crate::cmd::server::debug::debug_allowed(srv, client) {
+        return reject(Rejection::Protected);
     }
     if !client.authenticated && !spec.has(flags::NO_AUTH) {
         return reject(Rejection::NoAuth);

@@ -240,6 +240,13 @@ pub unsafe fn run_ctx<'a>() -> Option<&'a mut RunCtx> {
     }
 }
 
+/// Forgets the running script after a panic unwound out of it (see
+/// `server::fault`); true when one was running.
+pub fn forget_run() -> bool {
+    function::forget_load();
+    !RUN.with(|c| c.replace(std::ptr::null_mut())).is_null()
+}
+
 /// Hex SHA1 of `body`, lowercase (the script's name in the cache).
 pub fn sha1_hex(body: &[u8]) -> [u8; 40] {
     use sha1::{Digest, Sha1};
