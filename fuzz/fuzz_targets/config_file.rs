@@ -1,0 +1,42 @@
+//! The config-file parser (`Config::load_text`): no panic on any text, and
+//! every value it accepted reads back the same when written as CONFIG
+//! REWRITE writes it (`config::rewrite::option_lines`) and loaded again.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use oxidis::config::rewrite::option_lines;
+use oxidis::config::split_config_line;
+use oxidis::Config;
+
+/// Directives that touch the file system or the process (include reads a
+/// file, dir changes the working directory): left out of the fuzzed text.
+fn outside(line: &str) -> bool {
+    split_config_line(line.trim())
+        .and_then(|w| w.first().cloned())
+        .is_some_and(|w| w.eq_ignore_ascii_case("include") || w.eq_ignore_ascii_case("dir"))
+}
+
+fuzz_target!(|data: &[u8]| {
+    let text = String::from_utf8_lossy(data);
+    let text: Vec<&str> = text.split('\n').filter(|l| !outside(l)).collect();
+    let text = text.join("\n");
+    let mut cfg = Config::default();
+    if cfg.load_text(&text).is_err() {
+        return;
+    }
+    let fresh = Config::default();
+    for (prm, value) in cfg.all() {
+        if fresh.get(prm.name) == Some(value) || prm.name == "dir" {
+            continue;
+        }
+        let line = option_lines(prm.name, prm.kind, value).join("\n");
+        let mut again = Config::default();
+        let r = again.load_text(&line);
+        assert!(r.is_ok(), "{line:?} does not load back: {r:?}");
+        assert_eq!(
+            again.get(prm.name),
+            Some(value),
+            "{line:?} reads back differently"
+        );
+    }
+});
