@@ -161,6 +161,10 @@ class Server:
                 self.proc.kill()
                 self.proc.wait()
 
+    def cleanup(self):
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
     def restart(self):
         self.stop()
         self.start()
@@ -199,7 +203,14 @@ def rnd_value(r):
         return bytes(r.randrange(256) for _ in range(r.randint(0, 12)))
     if c < 0.95:
         return b"v" * r.choice([63, 64, 65, 100, 300])
-    return str(r.uniform(-1e6, 1e6)).encode()
+    return rnd_float(r)
+
+
+def rnd_float(r):
+    """A float written the many ways clients write them."""
+    x = r.uniform(-10, 10) * 10 ** r.randint(-25, 25)
+    fmt = r.choice(["%r", "%.17g", "%e", "%.3f", "%g", "%.1f"])
+    return (fmt % x).encode()
 
 
 def num(r, small=0.6):
@@ -214,6 +225,8 @@ def score(r):
         return str(r.randint(-5, 5)).encode()
     if c < 0.7:
         return r.choice([b"1.5", b"-2.25", b"inf", b"-inf", b"+inf", b"0.1", b"1e300"])
+    if c < 0.85:
+        return rnd_float(r)
     return r.choice(NUMS)
 
 
@@ -345,6 +358,15 @@ G = [
     (1, lambda r: [b"KEYS", r.choice([b"*", b"k*", b"k[12]", b"*4", b"\\*", b"[", b"k?"])]),
     (2, lambda r: [b"SORT", key(r)] + opt(r, 0.2, b"BY", r.choice([b"nosort", b"w_*", b"h_*->f"])) + opt(r, 0.2, b"LIMIT", num(r), num(r)) + opt(r, 0.2, b"GET", r.choice([b"#", b"w_*"])) + opt(r, 0.3, r.choice([b"ASC", b"DESC"])) + opt(r, 0.4, b"ALPHA") + opt(r, 0.1, b"STORE", key(r))),
     (1, lambda r: [b"SORT_RO", key(r)] + opt(r, 0.4, b"ALPHA")),
+    (1, lambda r: [b"SELECT", r.choice([b"0", b"1", b"15", b"16", b"-1", b"x"])]),
+    (1, lambda r: [b"MOVE", key(r), r.choice([b"0", b"1", b"16", b"x"])]),
+    (1, lambda r: [b"SWAPDB", r.choice([b"0", b"1"]), r.choice([b"0", b"1", b"16"])]),
+    (1, lambda r: [b"RANDOMKEY"]),
+    (1, lambda r: [r.choice([b"ECHO", b"PING"]), rnd_value(r)]),
+    (1, lambda r: [b"PUBLISH", rnd_value(r), rnd_value(r)]),
+    (1, lambda r: [b"OBJECT", r.choice([b"FREQ", b"HELP", b"NOPE"]), key(r)]),
+    (2, lambda r: [b"SCAN", r.choice([b"0", b"x", b"-1", b"18446744073709551615"])] + opt(r, 0.4, b"MATCH", r.choice([b"k*", b"*", b"[", b"\\"])) + opt(r, 0.4, b"COUNT", num(r)) + opt(r, 0.4, b"TYPE", r.choice([b"string", b"list", b"set", b"zset", b"hash", b"nope"]))),
+    (2, lambda r: [r.choice([b"HSCAN", b"SSCAN", b"ZSCAN"]), key(r), r.choice([b"0", b"x", b"-1"])] + opt(r, 0.4, b"MATCH", r.choice([b"a*", b"*", b"[", b"f?"])) + opt(r, 0.4, b"COUNT", num(r))),
     # lists
     (5, lambda r: [r.choice([b"LPUSH", b"RPUSH", b"LPUSHX", b"RPUSHX"]), key(r)] + [member(r) for _ in range(r.randint(1, 5))]),
     (3, lambda r: [r.choice([b"LPOP", b"RPOP"]), key(r)] + opt(r, 0.4, num(r))),
@@ -360,6 +382,10 @@ G = [
     (1, lambda r: [b"RPOPLPUSH", key(r), key(r)]),
     (1, lambda r: [b"LMPOP"] + nkeys(r) + [r.choice([b"LEFT", b"RIGHT"])] + opt(r, 0.4, b"COUNT", num(r))),
     (1, lambda r: [r.choice([b"BLPOP", b"BRPOP"])] + keys(r) + [r.choice([b"0.01", b"-1", b"x"])]),
+    (1, lambda r: [b"BLMOVE", key(r), key(r), r.choice([b"LEFT", b"RIGHT"]), r.choice([b"LEFT", b"RIGHT"]), r.choice([b"0.01", b"-1", b"x"])]),
+    (1, lambda r: [b"BRPOPLPUSH", key(r), key(r), r.choice([b"0.01", b"-1", b"x"])]),
+    (1, lambda r: [b"BLMPOP", r.choice([b"0.01", b"-1"])] + nkeys(r) + [r.choice([b"LEFT", b"RIGHT"])] + opt(r, 0.4, b"COUNT", num(r))),
+    (1, lambda r: [b"BZMPOP", r.choice([b"0.01", b"-1"])] + nkeys(r) + [r.choice([b"MIN", b"MAX"])] + opt(r, 0.4, b"COUNT", num(r))),
     # hashes
     (5, lambda r: [r.choice([b"HSET", b"HMSET"]), key(r)] + sum([[field(r), rnd_value(r)] for _ in range(r.randint(1, 4))], [])),
     (2, lambda r: [b"HGET", key(r), field(r)]),
@@ -434,7 +460,9 @@ G = [
 UNORDERED = {b"SMEMBERS", b"SINTER", b"SUNION", b"SDIFF", b"KEYS", b"HKEYS", b"HVALS", b"SPOP"}
 UNORDERED_PAIRS = {b"HGETALL"}
 # Random picks: only the reply's type and length are compared.
-SHAPE = {b"HRANDFIELD", b"SRANDMEMBER", b"ZRANDMEMBER"}
+SHAPE = {b"HRANDFIELD", b"SRANDMEMBER", b"ZRANDMEMBER", b"RANDOMKEY"}
+# Cursors and orders differ; a scan finished in one call compares its items.
+SCANS = {b"SCAN", b"HSCAN", b"SSCAN", b"ZSCAN"}
 # Time-dependent: positive values are compared as "positive".
 TIMES = {b"TTL", b"PTTL", b"EXPIRETIME", b"PEXPIRETIME"}
 
@@ -481,6 +509,16 @@ def normalize(argv, reply, multi_queue):
         if isinstance(v, list):
             return (t, len(v))
         return (t, "scalar")
+    if name in SCANS and isinstance(v, list) and len(v) == 2:
+        cursor, items = v
+        if argv[1 if name == b"SCAN" else 2] != b"0":
+            return (t, "scan from another cursor")  # cursor numbers differ
+        if cursor == (b"$", b"0") and isinstance(items[1], list):
+            if name == b"HSCAN" or name == b"ZSCAN":
+                pairs = [(items[1][i], items[1][i + 1]) for i in range(0, len(items[1]) - 1, 2)]
+                return (t, [(b"$", b"0"), sorted(pairs, key=sort_key)])
+            return (t, [(b"$", b"0"), sorted(items[1], key=sort_key)])
+        return (t, "scan in progress")
     if name in TIMES and t == b":" and int(v) > 0:
         return (t, "positive")
     if name in UNORDERED and isinstance(v, list):
@@ -546,6 +584,8 @@ class Pair:
             else:
                 a = normalize(argv, replies[0], queued is not None)
                 b = normalize(argv, replies[1], queued is not None)
+            if name in SCANS and a[0] == b[0] and "scan in progress" in (a[1], b[1]):
+                continue  # COUNT is a hint: one side may finish in fewer calls
             if a != b:
                 return i, replies[0], replies[1]
             if name == b"MULTI" and replies[0] == (b"+", b"OK"):
@@ -659,6 +699,8 @@ def main():
             print("   " + show_cmd(argv))
         for t in tails:
             print("   stderr: " + t.strip().replace("\n", "\n           ")[-800:])
+    for s in (redis, oxidis):
+        s.cleanup()
     return 1 if reports or crashes else 0
 
 
