@@ -219,26 +219,25 @@ def num(r, small=0.6):
     return r.choice(NUMS)
 
 
-def score(r):
+def tiered(r, n, second, third):
+    """A small integer (-n..n) half the time, else `second`, `third(r)` or an edge number."""
     c = r.random()
     if c < 0.5:
-        return str(r.randint(-5, 5)).encode()
+        return str(r.randint(-n, n)).encode()
     if c < 0.7:
-        return r.choice([b"1.5", b"-2.25", b"inf", b"-inf", b"+inf", b"0.1", b"1e300"])
+        return r.choice(second)
     if c < 0.85:
-        return rnd_float(r)
+        return third(r)
     return r.choice(NUMS)
+
+
+def score(r):
+    return tiered(r, 5, [b"1.5", b"-2.25", b"inf", b"-inf", b"+inf", b"0.1", b"1e300"], rnd_float)
 
 
 def range_bound(r):
-    c = r.random()
-    if c < 0.5:
-        return str(r.randint(-4, 4)).encode()
-    if c < 0.7:
-        return r.choice([b"(1", b"(-1", b"-inf", b"+inf", b"(inf", b"(2.5", b"0.5"])
-    if c < 0.85:
-        return r.choice([b"-", b"+", b"[a", b"(b", b"[", b"(", b"a"])
-    return r.choice(NUMS)
+    return tiered(r, 4, [b"(1", b"(-1", b"-inf", b"+inf", b"(inf", b"(2.5", b"0.5"],
+                  lambda r: r.choice([b"-", b"+", b"[a", b"(b", b"[", b"(", b"a"]))
 
 
 def field(r):

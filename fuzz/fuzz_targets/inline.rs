@@ -26,8 +26,10 @@ fn sdssplitargs(line: &[u8]) -> Option<Vec<Vec<u8>>> {
         let mut cur = Vec::new();
         while !done {
             let c = at(p);
-            if inq {
-                if c == b'\\'
+            if inq || insq {
+                let quote = if inq { b'"' } else { b'\'' };
+                if inq
+                    && c == b'\\'
                     && at(p + 1) == b'x'
                     && at(p + 2).is_ascii_hexdigit()
                     && at(p + 3).is_ascii_hexdigit()
@@ -35,7 +37,7 @@ fn sdssplitargs(line: &[u8]) -> Option<Vec<Vec<u8>>> {
                     let h = |b: u8| (b as char).to_digit(16).unwrap_or(0) as u8;
                     cur.push(h(at(p + 2)) * 16 + h(at(p + 3)));
                     p += 3;
-                } else if c == b'\\' && at(p + 1) != 0 {
+                } else if inq && c == b'\\' && at(p + 1) != 0 {
                     p += 1;
                     cur.push(match at(p) {
                         b'n' => b'\n',
@@ -45,27 +47,17 @@ fn sdssplitargs(line: &[u8]) -> Option<Vec<Vec<u8>>> {
                         b'a' => 7,
                         o => o,
                     });
-                } else if c == b'"' {
-                    if at(p + 1) != 0 && !c_isspace(at(p + 1)) {
-                        return None;
-                    }
-                    done = true;
-                } else if c == 0 {
-                    return None;
-                } else {
-                    cur.push(c);
-                }
-            } else if insq {
-                if c == b'\\' && at(p + 1) == b'\'' {
+                } else if insq && c == b'\\' && at(p + 1) == b'\'' {
                     p += 1;
                     cur.push(b'\'');
-                } else if c == b'\'' {
+                } else if c == quote {
+                    // A closing quote must be followed by a blank or the end.
                     if at(p + 1) != 0 && !c_isspace(at(p + 1)) {
                         return None;
                     }
                     done = true;
                 } else if c == 0 {
-                    return None;
+                    return None; // unterminated quotes
                 } else {
                     cur.push(c);
                 }
