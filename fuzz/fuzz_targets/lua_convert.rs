@@ -75,7 +75,9 @@ fuzz_target!(|data: &[u8]| {
         // Undo what an earlier run may have left that stops all requests.
         h.srv.pause = None;
         h.cell.kill.set(false);
-        h.cell.state.borrow_mut().close_after_reply = false;
+        let mut c = h.cell.state.borrow_mut();
+        (c.close_after_reply, c.postponed) = (false, false);
+        drop(c);
         h.run(&[b"FLUSHALL"]);
         seed(&mut h, flags >> 1);
         h.run(&[b"HELLO", if flags & 0x80 != 0 { b"3" } else { b"2" }]);

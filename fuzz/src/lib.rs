@@ -355,7 +355,7 @@ fn small_limits() -> Config {
         ("zset-max-listpack-entries", "4"),
         ("zset-max-listpack-value", "8"),
     ] {
-        cfg.set(k, v).expect("a valid setting");
+        cfg.set(k, v.as_bytes()).expect("a valid setting");
     }
     cfg
 }
