@@ -38,6 +38,14 @@ pub enum Error {
     StringTooLong,
     /// `OOM command not allowed when used memory > 'maxmemory'.`
     Oom,
+    /// `ERR max number of clients reached` (a connection over `maxclients`)
+    MaxClients,
+    /// `ERR numkeys should be greater than 0` (LMPOP, ZMPOP, SINTERCARD, ...)
+    NumKeysPositive,
+    /// `ERR count should be greater than 0` (LMPOP, ZMPOP COUNT)
+    CountPositive,
+    /// `ERR value is out of range` (HRANDFIELD, ZRANDMEMBER counts)
+    OutOfRange,
     /// `ERR timeout is negative`
     TimeoutNegative,
     /// `ERR timeout is not a float or out of range` (timeouts in seconds)
@@ -100,6 +108,10 @@ impl Error {
                 "ERR string exceeds maximum allowed size (proto-max-bulk-len)".into()
             }
             Error::Oom => "OOM command not allowed when used memory > 'maxmemory'.".into(),
+            Error::MaxClients => "ERR max number of clients reached".into(),
+            Error::NumKeysPositive => "ERR numkeys should be greater than 0".into(),
+            Error::CountPositive => "ERR count should be greater than 0".into(),
+            Error::OutOfRange => "ERR value is out of range".into(),
             Error::TimeoutNegative => "ERR timeout is negative".into(),
             Error::TimeoutNotFloat => "ERR timeout is not a float or out of range".into(),
             Error::TimeoutNotInteger => "ERR timeout is not an integer or out of range".into(),

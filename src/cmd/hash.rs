@@ -413,7 +413,7 @@ pub(crate) fn rand_count(arg: &[u8], withvalues: bool) -> Result<RandCount, Erro
     let m = n.unsigned_abs();
     // Redis refuses counts whose reply (two items each) would overflow.
     if withvalues && m > (i64::MAX / 2) as u64 {
-        return Err(Error::msg("value is out of range"));
+        return Err(Error::OutOfRange);
     }
     if n >= 0 {
         return Ok(RandCount::Unique(n as usize));

@@ -544,7 +544,7 @@ fn sintercard_keys(args: &Args) -> Vec<usize> {
 fn sintercard(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let numkeys = match parse_i64(args.at(1)) {
         Some(n) if n > 0 => n as usize,
-        _ => return Err(Error::msg("numkeys should be greater than 0")),
+        _ => return Err(Error::NumKeysPositive),
     };
     if numkeys > args.len() - 2 {
         return Err(Error::msg(

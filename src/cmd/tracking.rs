@@ -113,7 +113,7 @@ pub fn client_tracking(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
                 // Redis 7.0 reports this clash but, past the first prefix,
                 // goes on to enable tracking and answer OK as well
                 // (`checkPrefixCollisionsOrReply` returns the index).
-                ctx.out().error_line(&format!("ERR {msg}"));
+                ctx.out().error_line(&Error::msg(msg).text());
                 break;
             }
         }

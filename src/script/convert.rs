@@ -175,7 +175,7 @@ fn no_crlf(b: &[u8]) -> Vec<u8> {
 /// `errors`, for INFO errorstats.
 pub unsafe fn reply_from_lua(l: State, out: &mut Reply, script_resp: u8, errors: &mut Vec<String>) {
     if ffi::lua_checkstack(l, 4) == 0 {
-        out.error_line("ERR reached lua stack limit");
+        out.error_line(&crate::error::Error::msg("reached lua stack limit").text());
         return;
     }
     match ffi::lua_type(l, -1) {
@@ -341,7 +341,10 @@ pub unsafe fn reply_error(l: State, out: &mut Reply, name: &str, srv: &mut Serve
             .map(|b| String::from_utf8_lossy(b).into_owned())
             .unwrap_or_else(|| "execution failure".into());
         let msg: String = msg.chars().take(100).collect();
-        format!("ERR Error running script {name}, {msg}\n")
+        format!(
+            "{}\n",
+            crate::error::Error::msg(format!("Error running script {name}, {msg}")).text()
+        )
     };
     let code = text.split(' ').next().unwrap_or("ERR").to_string();
     srv.stats.error(code);

@@ -181,7 +181,9 @@ fn register_client(
     client.fd = fd;
     if s.clients.len() >= s.config.maxclients {
         s.stats.rejected_connections += 1;
-        client.reply.error_line("ERR max number of clients reached");
+        client
+            .reply
+            .error_line(&crate::error::Error::MaxClients.text());
         client.close_after_reply = true;
     } else if s.config.protected_mode
         && s.config.requirepass.is_none()

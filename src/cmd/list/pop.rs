@@ -184,7 +184,7 @@ struct Mpop<'a> {
 fn parse_mpop<'a>(args: &Args<'a>, at: usize) -> Result<Mpop<'a>, Error> {
     let numkeys = match crate::types::number::parse_i64(args.at(at)) {
         Some(n) if n > 0 => n as usize,
-        _ => return Err(Error::msg("numkeys should be greater than 0")),
+        _ => return Err(Error::NumKeysPositive),
     };
     let where_idx = at.saturating_add(numkeys).saturating_add(1);
     if where_idx >= args.len() {
@@ -198,7 +198,7 @@ fn parse_mpop<'a>(args: &Args<'a>, at: usize) -> Result<Mpop<'a>, Error> {
             j += 1;
             match crate::types::number::parse_i64(args.at(j)) {
                 Some(n) if n > 0 => count = Some(n as usize),
-                _ => return Err(Error::msg("count should be greater than 0")),
+                _ => return Err(Error::CountPositive),
             }
         } else {
             return Err(Error::Syntax);

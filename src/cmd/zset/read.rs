@@ -137,7 +137,7 @@ pub fn zrandmember(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         3 => false,
         4 if args.at(3).eq_ignore_ascii_case(b"withscores") => {
             if !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&l) {
-                return Err(Error::msg("value is out of range"));
+                return Err(Error::OutOfRange);
             }
             true
         }

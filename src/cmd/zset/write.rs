@@ -413,7 +413,7 @@ pub fn bzpopmax(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 fn parse_mpop(args: &Args, at: usize) -> Result<(std::ops::Range<usize>, bool, usize), Error> {
     let n = match number::parse_i64(args.at(at)) {
         Some(n) if n > 0 => n,
-        _ => return Err(Error::msg("numkeys should be greater than 0")),
+        _ => return Err(Error::NumKeysPositive),
     };
     let first = at + 1;
     // numkeys must leave room for MIN|MAX after the keys.
@@ -434,7 +434,7 @@ fn parse_mpop(args: &Args, at: usize) -> Result<(std::ops::Range<usize>, bool, u
         if count.is_none() && a.remaining() >= 2 && a.eat_ci("COUNT") {
             match number::parse_i64(a.next_or_syntax()?) {
                 Some(c) if c > 0 => count = Some(c as usize),
-                _ => return Err(Error::msg("count should be greater than 0")),
+                _ => return Err(Error::CountPositive),
             }
         } else {
             return Err(Error::Syntax);
