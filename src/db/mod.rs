@@ -1,6 +1,7 @@
 //! The keyspace: databases of keys with values and expiry, WATCH versions and blocked-client waiters.
 
 pub mod dict;
+mod typed;
 pub mod value;
 
 use std::collections::{HashMap, VecDeque};
@@ -8,6 +9,7 @@ use std::collections::{HashMap, VecDeque};
 use crate::clock;
 use crate::server::notify;
 use dict::Dict;
+pub use typed::Typed;
 pub use value::{Kind, Value};
 
 /// A client's id, unique for the life of the server.
@@ -239,8 +241,25 @@ impl Db {
     }
 
     /// Looks a key up for reading, counting a keyspace hit or miss and
-    /// recording the access (LRU/LFU).
-    pub fn get(&mut self, key: &[u8]) -> Option<&mut Value> {
+    /// recording the access (LRU/LFU); the value itself stays unchanged.
+    /// Commands use the typed [`Db::read`].
+    #[inline]
+    pub fn get(&mut self, key: &[u8]) -> Option<&Value> {
+        self.lookup_read(key).map(|v| &*v)
+    }
+
+    /// As [`Db::get`], for the one read command that changes how a value is
+    /// stored, never what it holds: SORT converts a small sorted set for
+    /// good, as Redis does.
+    pub fn read_mut(&mut self, key: &[u8]) -> Option<&mut Value> {
+        self.lookup_read(key)
+    }
+
+    /// Redis's `lookupKeyRead`: expires the key if due (unless CLIENT PAUSE
+    /// holds expiry), counts a hit or miss, records the access, raises
+    /// `keymiss`.
+    #[inline]
+    fn lookup_read(&mut self, key: &[u8]) -> Option<&mut Value> {
         let held = self.expire_for_read(key);
         match if held { None } else { self.keys.get_mut(key) } {
             Some(e) => {
@@ -261,6 +280,8 @@ impl Db {
     }
 
     /// Looks a key up for writing (no hit/miss counting; records the access).
+    /// Commands use the typed [`Db::write`].
+    #[inline]
     pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut Value> {
         self.expire_if_needed(key);
         let e = self.keys.get_mut(key)?;

@@ -172,12 +172,8 @@ pub fn limits(ctx: &Ctx) -> Limits {
 }
 
 /// The sorted set at `key` for reading: None when missing, WRONGTYPE for another type.
-pub fn read_zset<'a>(db: &'a mut Db, key: &[u8]) -> Result<Option<&'a mut ZSet>, Error> {
-    match db.get(key) {
-        None => Ok(None),
-        Some(Value::ZSet(z)) => Ok(Some(z)),
-        Some(_) => Err(Error::WrongType),
-    }
+pub fn read_zset<'a>(db: &'a mut Db, key: &[u8]) -> Result<Option<&'a ZSet>, Error> {
+    db.read::<ZSet>(key)
 }
 
 /// As [`read_zset`], for writing (no hit/miss counting).

@@ -1,0 +1,124 @@
+//! Typed key access: the value of one Redis type at a key, WRONGTYPE when another type is there.
+//!
+//! Every command reaches a key's value through [`Db::read`], [`Db::write`] or
+//! [`Db::write_or_create`] with the type it works on (`db.read::<List>(key)`).
+//! Reads hand out shared references, so a read command cannot change a value
+//! by accident; they still count the keyspace hit or miss and record the
+//! access (LRU/LFU, metadata beside the value), as Redis's `lookupKeyRead`.
+
+use super::{Db, Entry, Value};
+use crate::error::Error;
+use crate::types::{hash::Hash, list::List, set::Set, string::Str, zset::ZSet};
+
+/// A Redis value type: its projection out of [`Value`] and its way back in.
+pub trait Typed: Sized {
+    /// The value as this type, or None when it holds another type.
+    fn of(v: &Value) -> Option<&Self>;
+    /// As [`Typed::of`], for changing it.
+    fn of_mut(v: &mut Value) -> Option<&mut Self>;
+    /// The value holding this.
+    fn into_value(self) -> Value;
+}
+
+macro_rules! typed {
+    ($t:ty, $variant:ident, $wrap:expr) => {
+        impl Typed for $t {
+            #[inline]
+            fn of(v: &Value) -> Option<&Self> {
+                match v {
+                    Value::$variant(x) => Some(x),
+                    _ => None,
+                }
+            }
+            #[inline]
+            fn of_mut(v: &mut Value) -> Option<&mut Self> {
+                match v {
+                    Value::$variant(x) => Some(x),
+                    _ => None,
+                }
+            }
+            #[inline]
+            fn into_value(self) -> Value {
+                Value::$variant($wrap(self))
+            }
+        }
+    };
+}
+
+typed!(Str, Str, std::convert::identity);
+typed!(List, List, std::convert::identity);
+typed!(Hash, Hash, std::convert::identity);
+typed!(Set, Set, std::convert::identity);
+typed!(ZSet, ZSet, Box::new);
+
+impl Db {
+    /// The `T` at `key` for reading (Redis's `lookupKeyRead` + `checkType`):
+    /// counts a keyspace hit or miss, records the access, raises `keymiss`.
+    #[inline]
+    pub fn read<T: Typed>(&mut self, key: &[u8]) -> Result<Option<&T>, Error> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(v) => T::of(v).map(Some).ok_or(Error::WrongType),
+        }
+    }
+
+    /// The `T` at `key` for changing it (Redis's `lookupKeyWrite` +
+    /// `checkType`): no hit/miss counting; records the access.
+    #[inline]
+    pub fn write<T: Typed>(&mut self, key: &[u8]) -> Result<Option<&mut T>, Error> {
+        match self.get_mut(key) {
+            None => Ok(None),
+            Some(v) => T::of_mut(v).map(Some).ok_or(Error::WrongType),
+        }
+    }
+
+    /// The `T` at `key` for changing it, created by `make` when the key is
+    /// absent (with the `new` event and waking clients blocked on it); the
+    /// bool says whether it was created. Another type there: WRONGTYPE, and
+    /// nothing is created.
+    #[inline]
+    pub fn write_or_create<T: Typed>(
+        &mut self,
+        key: &[u8],
+        make: impl FnOnce() -> T,
+    ) -> Result<(&mut T, bool), Error> {
+        self.expire_if_needed(key);
+        let created = match self.keys.get_mut(key) {
+            Some(e) => {
+                e.access(&mut self.rng);
+                false
+            }
+            None => true,
+        };
+        let e = if created {
+            self.announce_new(key);
+            self.keys
+                .insert_new_slice(key, Entry::new(make().into_value()))
+        } else {
+            // Looked up again: returning the first borrow from inside the
+            // match would keep `keys` borrowed for the insert above.
+            match self.keys.get_mut(key) {
+                Some(e) => e,
+                None => unreachable!("found just above"),
+            }
+        };
+        T::of_mut(&mut e.val)
+            .map(|t| (t, created))
+            .ok_or(Error::WrongType)
+    }
+}
+
+impl Value {
+    /// True for a list, hash, set or sorted set with no elements left: Redis
+    /// never keeps one, the key is deleted.
+    #[inline]
+    pub fn is_empty_collection(&self) -> bool {
+        match self {
+            Value::Str(_) => false,
+            Value::List(l) => l.is_empty(),
+            Value::Hash(h) => h.is_empty(),
+            Value::Set(s) => s.is_empty(),
+            Value::ZSet(z) => z.is_empty(),
+        }
+    }
+}
