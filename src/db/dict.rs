@@ -207,11 +207,34 @@ impl<V> Dict<V> {
     }
 
     /// The value for `key`, inserting `make()` first when absent. The bool is true when inserted.
+    /// One hash either way: the key's place in its chain is found first
+    /// with a shared borrow, then reached again by counting links.
+    #[inline]
     pub fn get_or_insert_with(&mut self, key: &[u8], make: impl FnOnce() -> V) -> (&mut V, bool) {
-        // Two lookups keep the borrow checker simple; the second one is rare.
-        if self.get(key).is_some() {
-            #[allow(clippy::unwrap_used)] // found by the lookup just above
-            return (self.get_mut(key).unwrap(), false);
+        if self.len != 0 {
+            let i = self.index(key);
+            let mut depth = 0;
+            let mut cur = self.buckets[i].as_deref();
+            let found = loop {
+                match cur {
+                    Some(e) if &*e.key == key => break true,
+                    Some(e) => {
+                        cur = e.next.as_deref();
+                        depth += 1;
+                    }
+                    None => break false,
+                }
+            };
+            if found {
+                let mut cur = self.buckets[i].as_deref_mut();
+                for _ in 0..depth {
+                    cur = cur.and_then(|e| e.next.as_deref_mut());
+                }
+                match cur {
+                    Some(e) => return (&mut e.val, false),
+                    None => unreachable!("the chain holds the key at this depth"),
+                }
+            }
         }
         (self.insert_key(Key::new(key), make()), true)
     }

@@ -400,17 +400,15 @@ impl Db {
         self.keys.insert_new_slice(key, Entry::new(val));
     }
 
-    /// What `dbAdd` does besides adding: the `new` event, and waking
-    /// clients blocked on the key.
     #[inline]
     fn announce_new(&mut self, key: &[u8]) {
-        if self.event_mask & notify::NEW != 0 {
-            self.key_events.push((notify::NEW, "new", key.into()));
-            mark_events_pending();
-        }
-        if !self.waiters.is_empty() && self.waiters.contains_key(key) {
-            self.ready.push(key.into());
-        }
+        announce_new(
+            self.event_mask,
+            &mut self.key_events,
+            &self.waiters,
+            &mut self.ready,
+            key,
+        );
     }
 
     /// The value at `key`, created by `make` when absent. The bool says whether it was created.
@@ -622,6 +620,26 @@ impl Db {
             self.delete_expired(&k);
         }
         (n, deleted)
+    }
+}
+
+/// What `dbAdd` does besides adding: the `new` event, and waking clients
+/// blocked on the key. Takes the [`Db`] fields it needs, so that it can run
+/// while the key table is borrowed ([`Db::write_or_create`]).
+#[inline]
+fn announce_new(
+    event_mask: u32,
+    key_events: &mut Vec<(u32, &'static str, Box<[u8]>)>,
+    waiters: &HashMap<Box<[u8]>, VecDeque<ClientId>>,
+    ready: &mut Vec<Box<[u8]>>,
+    key: &[u8],
+) {
+    if event_mask & notify::NEW != 0 {
+        key_events.push((notify::NEW, "new", key.into()));
+        mark_events_pending();
+    }
+    if !waiters.is_empty() && waiters.contains_key(key) {
+        ready.push(key.into());
     }
 }
 

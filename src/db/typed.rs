@@ -6,7 +6,7 @@
 //! by accident; they still count the keyspace hit or miss and record the
 //! access (LRU/LFU, metadata beside the value), as Redis's `lookupKeyRead`.
 
-use super::{Db, Entry, Value};
+use super::{announce_new, Db, Entry, Value};
 use crate::error::Error;
 use crate::types::{hash::Hash, list::List, set::Set, string::Str, zset::ZSet};
 
@@ -83,25 +83,22 @@ impl Db {
         make: impl FnOnce() -> T,
     ) -> Result<(&mut T, bool), Error> {
         self.expire_if_needed(key);
-        let created = match self.keys.get_mut(key) {
-            Some(e) => {
-                e.access(&mut self.rng);
-                false
-            }
-            None => true,
-        };
-        let e = if created {
-            self.announce_new(key);
-            self.keys
-                .insert_new_slice(key, Entry::new(make().into_value()))
-        } else {
-            // Looked up again: returning the first borrow from inside the
-            // match would keep `keys` borrowed for the insert above.
-            match self.keys.get_mut(key) {
-                Some(e) => e,
-                None => unreachable!("found just above"),
-            }
-        };
+        let Db {
+            keys,
+            rng,
+            event_mask,
+            key_events,
+            waiters,
+            ready,
+            ..
+        } = self;
+        let (e, created) = keys.get_or_insert_with(key, || {
+            announce_new(*event_mask, key_events, waiters, ready, key);
+            Entry::new(make().into_value())
+        });
+        if !created {
+            e.access(rng);
+        }
         T::of_mut(&mut e.val)
             .map(|t| (t, created))
             .ok_or(Error::WrongType)
