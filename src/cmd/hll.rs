@@ -3,7 +3,6 @@
 
 use crate::command::flags::*;
 use crate::command::{Args, CommandSpec};
-use crate::db::Value;
 use crate::error::{CmdResult, Error};
 use crate::server::{notify, Ctx};
 use crate::types::hll::{self, REGISTERS};
@@ -35,19 +34,20 @@ fn sparse_max(ctx: &Ctx) -> usize {
     ctx.srv.config.hll_sparse_max_bytes
 }
 
-/// Checks a value is an HLL (Redis's `isHLLObjectOrReply`).
-fn check(v: &Value) -> Result<(), Error> {
-    match v {
-        Value::Str(s) if s.as_slice().is_some_and(hll::is_valid) => Ok(()),
-        Value::Str(_) => Err(not_hll()),
-        _ => Err(Error::WrongType),
+/// Checks a string is an HLL (Redis's `isHLLObjectOrReply`; the type was
+/// checked by the lookup).
+fn check(s: &Str) -> Result<(), Error> {
+    if s.as_slice().is_some_and(hll::is_valid) {
+        Ok(())
+    } else {
+        Err(not_hll())
     }
 }
 
 /// The HLL bytes at `key` for writing (already checked).
 fn hll_mut<'a>(ctx: &'a mut Ctx, key: &[u8]) -> &'a mut Vec<u8> {
-    match ctx.db().get_mut(key) {
-        Some(Value::Str(s)) => s.make_raw(),
+    match ctx.db().write::<Str>(key) {
+        Ok(Some(s)) => s.make_raw(),
         _ => unreachable!("checked HLL"),
     }
 }
@@ -60,13 +60,12 @@ fn pfadd(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let key = args.at(1);
     let max = sparse_max(ctx);
     let mut updated = 0;
-    match ctx.db().get_mut(key) {
-        None => {
-            ctx.db()
-                .add_new(key, Value::Str(Str::Raw(hll::new_sparse())));
-            updated += 1;
-        }
-        Some(v) => check(v)?,
+    match ctx
+        .db()
+        .write_or_create(key, || Str::Raw(hll::new_sparse()))?
+    {
+        (_, true) => updated += 1,
+        (s, false) => check(s)?,
     }
     let b = hll_mut(ctx, key);
     updated += hll::add_all(b, args.from(2), max).map_err(|_| corrupt())?;
@@ -86,9 +85,10 @@ fn pfcount(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     if args.len() > 2 {
         let mut max = Box::new([0u8; REGISTERS]);
         for k in args.from(1) {
-            let Some(v) = ctx.db().get(k) else { continue };
-            check(v)?;
-            let Value::Str(s) = v else { unreachable!() };
+            let Some(s) = ctx.db().read::<Str>(k)? else {
+                continue;
+            };
+            check(s)?;
             hll::merge_into(&mut max, &s.as_bytes()).map_err(|_| corrupt())?;
         }
         let n = hll::estimate(&hll::histogram_raw(&max));
@@ -96,12 +96,12 @@ fn pfcount(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         return Ok(());
     }
     let key = args.at(1);
-    match ctx.db().get(key) {
+    match ctx.db().read::<Str>(key)? {
         None => {
             ctx.out().int(0);
             return Ok(());
         }
-        Some(v) => check(v)?,
+        Some(s) => check(s)?,
     }
     let b = hll_mut(ctx, key);
     let n = match hll::cached(b) {
@@ -128,17 +128,16 @@ fn pfmerge(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let mut max = Box::new([0u8; REGISTERS]);
     let mut dense = false;
     for k in args.from(1) {
-        let Some(v) = ctx.db().get(k) else { continue };
-        check(v)?;
-        let Value::Str(s) = v else { unreachable!() };
+        let Some(s) = ctx.db().read::<Str>(k)? else {
+            continue;
+        };
+        check(s)?;
         let b = s.as_bytes();
         dense |= hll::is_dense(&b);
         hll::merge_into(&mut max, &b).map_err(|_| corrupt())?;
     }
-    if ctx.db().get_mut(dst).is_none() {
-        ctx.db()
-            .add_new(dst, Value::Str(Str::Raw(hll::new_sparse())));
-    }
+    ctx.db()
+        .write_or_create(dst, || Str::Raw(hll::new_sparse()))?;
     let sparse_max = sparse_max(ctx);
     let b = hll_mut(ctx, dst);
     if dense {
@@ -159,9 +158,9 @@ fn pfmerge(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 fn pfdebug(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let sub = args.at(1);
     let key = args.at(2);
-    match ctx.db().get_mut(key) {
+    match ctx.db().write::<Str>(key)? {
         None => return Err(Error::msg("The specified key does not exist")),
-        Some(v) => check(v)?,
+        Some(s) => check(s)?,
     }
     let b = hll_mut(ctx, key);
     if sub.eq_ignore_ascii_case(b"getreg") || sub.eq_ignore_ascii_case(b"todense") {
