@@ -3,6 +3,7 @@
 
 use crate::command::flags::*;
 use crate::command::{Args, CommandSpec};
+use crate::db::Typed;
 use crate::error::{CmdResult, Error};
 use crate::server::{notify, Ctx};
 use crate::types::hll::{self, REGISTERS};
@@ -44,14 +45,6 @@ fn check(s: &Str) -> Result<(), Error> {
     }
 }
 
-/// The HLL bytes at `key` for writing (already checked).
-fn hll_mut<'a>(ctx: &'a mut Ctx, key: &[u8]) -> &'a mut Vec<u8> {
-    match ctx.db().write::<Str>(key) {
-        Ok(Some(s)) => s.make_raw(),
-        _ => unreachable!("checked HLL"),
-    }
-}
-
 /// ```text
 /// PFADD key [element ...]
 /// ```
@@ -60,14 +53,19 @@ fn pfadd(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let key = args.at(1);
     let max = sparse_max(ctx);
     let mut updated = 0;
-    match ctx
+    let b = match ctx
         .db()
         .write_or_create(key, || Str::Raw(hll::new_sparse()))?
     {
-        (_, true) => updated += 1,
-        (s, false) => check(s)?,
-    }
-    let b = hll_mut(ctx, key);
+        (s, true) => {
+            updated += 1;
+            s.make_raw()
+        }
+        (s, false) => {
+            check(s)?;
+            s.make_raw()
+        }
+    };
     updated += hll::add_all(b, args.from(2), max).map_err(|_| corrupt())?;
     if updated > 0 {
         hll::invalidate_cache(b);
@@ -96,14 +94,19 @@ fn pfcount(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         return Ok(());
     }
     let key = args.at(1);
-    match ctx.db().read::<Str>(key)? {
+    // Read, counting a hit or miss; a stale cached cardinality is then
+    // refreshed in place, as Redis does.
+    let b = match ctx.db().read_mut(key).map(Str::of_mut) {
         None => {
             ctx.out().int(0);
             return Ok(());
         }
-        Some(s) => check(s)?,
-    }
-    let b = hll_mut(ctx, key);
+        Some(None) => return Err(Error::WrongType),
+        Some(Some(s)) => {
+            check(s)?;
+            s.make_raw()
+        }
+    };
     let n = match hll::cached(b) {
         Some(n) => n,
         None => {
@@ -136,10 +139,11 @@ fn pfmerge(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         dense |= hll::is_dense(&b);
         hll::merge_into(&mut max, &b).map_err(|_| corrupt())?;
     }
-    ctx.db()
-        .write_or_create(dst, || Str::Raw(hll::new_sparse()))?;
     let sparse_max = sparse_max(ctx);
-    let b = hll_mut(ctx, dst);
+    let (s, _) = ctx
+        .db()
+        .write_or_create(dst, || Str::Raw(hll::new_sparse()))?;
+    let b = s.make_raw();
     if dense {
         hll::to_dense(b).map_err(|_| corrupt())?;
     }
@@ -158,11 +162,13 @@ fn pfmerge(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 fn pfdebug(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let sub = args.at(1);
     let key = args.at(2);
-    match ctx.db().write::<Str>(key)? {
+    let b = match ctx.db().write::<Str>(key)? {
         None => return Err(Error::msg("The specified key does not exist")),
-        Some(s) => check(s)?,
-    }
-    let b = hll_mut(ctx, key);
+        Some(s) => {
+            check(s)?;
+            s.make_raw()
+        }
+    };
     if sub.eq_ignore_ascii_case(b"getreg") || sub.eq_ignore_ascii_case(b"todense") {
         let converted = !hll::is_dense(b);
         if converted {

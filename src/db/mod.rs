@@ -248,9 +248,9 @@ impl Db {
         self.lookup_read(key).map(|v| &*v)
     }
 
-    /// As [`Db::get`], for the one read command that changes how a value is
+    /// As [`Db::get`], for the few read commands that change how a value is
     /// stored, never what it holds: SORT converts a small sorted set for
-    /// good, as Redis does.
+    /// good, PFCOUNT refreshes the cardinality cached in the HLL header.
     pub fn read_mut(&mut self, key: &[u8]) -> Option<&mut Value> {
         self.lookup_read(key)
     }
