@@ -308,8 +308,8 @@ fn sort_generic(ctx: &mut Ctx, args: &Args, readonly: bool) -> CmdResult {
                 }
                 ctx.db().set(dst, Value::List(l));
                 ctx.modified(dst, notify::LIST, "sortstore");
-            } else if ctx.db().remove(dst).is_some() {
-                ctx.modified(dst, notify::GENERIC, "del");
+            } else {
+                ctx.delete_key(dst);
             }
             ctx.out().int(n);
         }

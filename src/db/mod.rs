@@ -411,26 +411,9 @@ impl Db {
         );
     }
 
-    /// The value at `key`, created by `make` when absent. The bool says whether it was created.
-    pub fn get_or_create(
-        &mut self,
-        key: &[u8],
-        make: impl FnOnce() -> Value,
-    ) -> (&mut Value, bool) {
-        self.expire_if_needed(key);
-        let created = !self.keys.contains_key(key);
-        if created {
-            self.add_new(key, make());
-        }
-        #[allow(clippy::unwrap_used)] // present: found above or added just now
-        let e = self.keys.get_mut(key).unwrap();
-        if !created {
-            e.access(&mut self.rng);
-        }
-        (&mut e.val, created)
-    }
-
-    /// Deletes a key; returns its value.
+    /// Deletes a key; returns its value. Records nothing: a command deletes
+    /// through `Ctx::delete_key` (WATCH, dirty, tracking, the `del` event);
+    /// RENAME and COPY ... REPLACE call this to clear the key they overwrite.
     pub fn remove(&mut self, key: &[u8]) -> Option<Value> {
         self.expire_if_needed(key);
         let e = self.keys.remove(key)?;
