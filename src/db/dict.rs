@@ -523,6 +523,32 @@ mod tests {
         assert_eq!(d.iter().count(), 10);
     }
 
+    /// `get_or_insert_with` finds a key wherever it sits in its chain (the
+    /// table is as full as it gets, so chains are several links long) and
+    /// inserts only what is absent.
+    #[test]
+    fn get_or_insert_with_reaches_every_link() {
+        let mut d: Dict<usize> = Dict::new();
+        for i in 0..512 {
+            let (v, new) = d.get_or_insert_with(format!("k{i}").as_bytes(), || i);
+            assert!(new && *v == i);
+        }
+        assert!(d
+            .buckets
+            .iter()
+            .any(|b| b.as_ref().is_some_and(|e| e.next.is_some())));
+        for i in 0..512 {
+            let (v, new) = d.get_or_insert_with(format!("k{i}").as_bytes(), || usize::MAX);
+            assert!(!new);
+            assert_eq!(*v, i);
+            *v += 1000;
+        }
+        for i in 0..512 {
+            assert_eq!(d.get(format!("k{i}").as_bytes()), Some(&(i + 1000)));
+        }
+        assert_eq!(d.len(), 512);
+    }
+
     #[test]
     fn scan_returns_every_stable_key_across_resizes() {
         let mut d = Dict::new();

@@ -119,3 +119,75 @@ impl Value {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::notify;
+
+    fn db_with_string() -> Db {
+        let mut db = Db::new(0);
+        db.set(b"s", Value::Str(Str::from_bytes(b"v")));
+        db
+    }
+
+    /// Each lookup answers WRONGTYPE for another type, and creating never
+    /// replaces a value of another type.
+    #[test]
+    fn another_type_is_wrongtype() {
+        let mut db = db_with_string();
+        assert!(matches!(db.read::<List>(b"s"), Err(Error::WrongType)));
+        assert!(matches!(db.write::<Hash>(b"s"), Err(Error::WrongType)));
+        assert!(matches!(
+            db.write_or_create(b"s", Set::new),
+            Err(Error::WrongType)
+        ));
+        assert!(matches!(db.peek(b"s"), Some(Value::Str(_))));
+        assert_eq!(db.read::<Str>(b"s").unwrap().unwrap().as_bytes(), &b"v"[..]);
+    }
+
+    /// Reads count hits and misses (a wrong type is a hit, as in Redis);
+    /// writes count neither.
+    #[test]
+    fn reads_count_hits_and_misses() {
+        let mut db = db_with_string();
+        let _ = db.read::<Str>(b"s");
+        let _ = db.read::<List>(b"s");
+        let _ = db.read::<Str>(b"missing");
+        let _ = db.write::<Str>(b"s");
+        let _ = db.write::<Str>(b"missing");
+        assert_eq!((db.hits, db.misses), (2, 1));
+    }
+
+    /// `write_or_create` creates once (with the `new` event, and no access:
+    /// a new key's LFU counter stays at its initial value), then finds.
+    #[test]
+    fn write_or_create_creates_once() {
+        let mut db = Db::new(0);
+        db.event_mask = notify::NEW;
+        let (l, created) = db.write_or_create(b"l", List::new).unwrap();
+        assert!(created && l.is_empty());
+        assert_eq!(db.peek_entry(b"l").unwrap().freq(), crate::db::LFU_INIT_VAL);
+        assert_eq!(db.key_events.len(), 1);
+        let (_, created) = db
+            .write_or_create::<List>(b"l", || unreachable!("exists"))
+            .unwrap();
+        assert!(!created);
+        assert_eq!(db.key_events.len(), 1);
+        // The first access of a key at the initial value always counts.
+        assert_eq!(
+            db.peek_entry(b"l").unwrap().freq(),
+            crate::db::LFU_INIT_VAL + 1
+        );
+        let limits = crate::types::zset::Limits {
+            entries: 128,
+            value: 64,
+        };
+        let (z, created) = db
+            .write_or_create(b"z", || ZSet::with_hint(1, 1, limits))
+            .unwrap();
+        assert!(created && z.is_empty());
+        assert!(db.peek(b"z").unwrap().is_empty_collection());
+        assert!(!db.peek(b"s").is_some_and(|v| v.is_empty_collection()));
+    }
+}
