@@ -39,6 +39,16 @@ ALIASES = {
     "lua-time-limit": "busy-reply-threshold",
 }
 
+# Parameters CONFIG GET * leaves out (Redis's HIDDEN_CONFIG): only an exact
+# name shows them. Redis's test suite sets them (use-exit-on-panic in
+# corrupt-dump, watchdog-period in logging, the delays in replication tests).
+HIDDEN = ["key-load-delay", "loading-process-events-interval-bytes", "rdb-key-save-delay",
+          "use-exit-on-panic", "watchdog-period"]
+
+# Parameters whose CONFIG SET value Redis redacts in the slow log and MONITOR
+# (SENSITIVE_CONFIG; not observable through CONFIG, so listed by hand).
+SENSITIVE = ["masterauth", "masteruser", "requirepass"]
+
 # Defaults that depend on the machine or on how the reference was started.
 MACHINE = {"dir": "", "port": "6379", "save": "3600 1 300 100 60 10000",
            "logfile": "", "daemonize": "no", "pidfile": "", "appendonly": "no"}
@@ -99,6 +109,11 @@ def main():
         parts = raw.split(b"\r\n")
         vals = [parts[i].decode() for i in range(2, len(parts) - 1, 2)]
         pairs = dict(zip(vals[0::2], vals[1::2]))
+        for name in HIDDEN:
+            c.send([b"CONFIG", b"GET", name.encode()])
+            got = c.read_frames()[0].split(b"\r\n")
+            assert got[2].decode() == name, got
+            pairs[name] = got[4].decode()
         rows = []
         for name in sorted(pairs):
             if name in ALIASES:
@@ -119,10 +134,15 @@ def main():
                     lo = err(cmd(c, "CONFIG", "SET", name, "-9000000000000000000"))
                     hi = err(cmd(c, "CONFIG", "SET", name, "9000000000000000000"))
                     kind = kind + (lo, hi)
+                if kind[0] == "MemoryPercent":
+                    kind = kind + (err(cmd(c, "CONFIG", "SET", name, "9000000000000000000%")),)
                 cmd(c, "CONFIG", "SET", name, value)
             alias = [a for a, n in ALIASES.items() if n == name]
-            rows.append((name, alias[0] if alias else None, kind, MACHINE.get(name, value),
-                         "IMMUTABLE" if immutable else ("PROTECTED" if protected else "0")))
+            flags = "IMMUTABLE" if immutable else ("PROTECTED" if protected else "0")
+            for extra, names in (("HIDDEN", HIDDEN), ("SENSITIVE", SENSITIVE)):
+                if name in names:
+                    flags = extra if flags == "0" else flags + " | " + extra
+            rows.append((name, alias[0] if alias else None, kind, MACHINE.get(name, value), flags))
     finally:
         proc.kill()
     emit(rows)
@@ -135,6 +155,11 @@ def bounds(kind):
             lo, hi = int(m.group(1)), int(m.group(2))
     if kind[0] != "Int" and kind[1] and "memory" in kind[1]:
         lo = 0
+    # Redis keeps a percentage as a negative number: the lower bound is minus
+    # the largest percentage.
+    if kind[0] == "MemoryPercent" and len(kind) > 3 and kind[3] and (
+            m := re.match(r"percentage argument must be less or equal to (\d+)", kind[3])):
+        lo = -int(m.group(1))
     return lo, hi
 
 

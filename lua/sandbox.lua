@@ -40,8 +40,8 @@ end
 -- Libraries Redis exposes, each behind a read-only view.
 local libs = {'string', 'table', 'math', 'coroutine', 'cjson', 'bit', 'struct', 'cmsgpack', 'redis'}
 local builtins = {
-  'assert', 'collectgarbage', 'error', 'gcinfo', 'getmetatable', 'ipairs',
-  'load', 'rawequal', 'select', 'tonumber', 'tostring', 'type',
+  'assert', 'collectgarbage', 'error', 'gcinfo', 'ipairs',
+  'load', 'loadstring', 'rawequal', 'select', 'tonumber', 'tostring', 'type',
   'unpack', 'xpcall', '_VERSION',
 }
 
@@ -57,7 +57,6 @@ G.rawget = h.rawget
 G.next = h.next
 G.pairs = h.pairs
 G.setmetatable = h.setmetatable
-G.loadstring = h.loadstring
 G.pcall = h.pcall
 G.__redis__err__handler = errh
 
@@ -72,6 +71,8 @@ setmetatable(G, {__index = h.nonexistent})
 local proxy = protect(G, G)
 G._G = proxy
 setfenv(0, proxy)
+G.getmetatable = h.getmetatable
 
 debug = nil
-return errh, G
+-- What getmetatable(_G) shows: Redis's globals metatable, read-only.
+return errh, G, protect({__index = h.nonexistent})

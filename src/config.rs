@@ -26,7 +26,8 @@ pub enum Kind {
     Int(i64, i64),
     /// A byte size within bounds that accepts `k`, `kb`, `m`, `mb`, `g`, `gb` suffixes.
     Memory(i64, i64),
-    /// A byte size, or a percentage written `N%` (maxmemory-clients).
+    /// A byte size, or a percentage written `N%` (maxmemory-clients). As in
+    /// Redis, the lower bound is minus the largest percentage allowed.
     MemoryPercent(i64, i64),
     /// One of the listed words.
     Enum(&'static [&'static str]),
@@ -40,6 +41,7 @@ pub enum Kind {
 pub const IMMUTABLE: u8 = 1; // can't be changed by CONFIG SET
 pub const PROTECTED: u8 = 2; // CONFIG SET refused unless enable-protected-configs allows it
 pub const SENSITIVE: u8 = 4; // hidden from logs
+pub const HIDDEN: u8 = 8; // CONFIG GET shows it only when named exactly, not for a pattern
 
 pub struct Param {
     pub name: &'static str,
@@ -70,6 +72,7 @@ pub static ACTED: &[&str] = &[
     "protected-mode",
     "daemonize",
     "always-show-logo",
+    "maxmemory",
     "pidfile",
     "logfile",
     "loglevel",
@@ -92,6 +95,8 @@ pub static ACTED: &[&str] = &[
     "latency-tracking-info-percentiles",
     "client-output-buffer-limit",
     "tracking-table-max-keys",
+    "oom-score-adj",
+    "oom-score-adj-values",
 ];
 
 const LOGLEVELS: &[&str] = &["debug", "verbose", "notice", "warning"];
@@ -347,13 +352,22 @@ impl Config {
             Kind::MemoryPercent(lo, hi) => {
                 if let Some(p) = value.strip_suffix('%') {
                     return match parse_int(p) {
-                        Some(n) if n >= 0 => Ok(format!("{n}%")),
+                        Some(n) if n > -lo => Err(format!(
+                            "percentage argument must be less or equal to {}",
+                            -lo
+                        )),
+                        // Kept as a negative number, so 0% is plain 0.
+                        Some(0) => Ok("0".into()),
+                        Some(n) if n > 0 => Ok(format!("{n}%")),
                         _ => Err("argument must be a memory or percent value".into()),
                     };
                 }
                 let n = parse_memory(value)
                     .ok_or_else(|| "argument must be a memory or percent value".to_string())?;
                 range(n, lo, hi)
+            }
+            Kind::Enum(words) if prm.name.starts_with("shutdown-on-sig") => {
+                special::shutdown_flags(words, value)
             }
             Kind::Enum(words) => {
                 let v = value.to_ascii_lowercase();
@@ -438,7 +452,13 @@ impl Config {
             .filter(|p| !p.acted())
             .filter_map(|p| {
                 let v = self.values.get(p.name)?;
-                (v.as_slice() != p.default.as_bytes()).then(|| (p.name, v.clone()))
+                // A password (masterauth, ...) is not written to the log.
+                let shown = if p.flags & SENSITIVE != 0 {
+                    b"(redacted)".to_vec()
+                } else {
+                    v.clone()
+                };
+                (v.as_slice() != p.default.as_bytes()).then_some((p.name, shown))
             })
             .collect()
     }

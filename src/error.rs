@@ -63,6 +63,12 @@ impl Error {
         Error::Coded(s.into())
     }
 
+    /// `EXECABORT Transaction discarded because of: <rejection>`, the
+    /// answer to an EXEC the gate rejected.
+    pub fn exec_abort(rejection: &str) -> Self {
+        Error::Coded(format!("EXECABORT Transaction discarded because of: {rejection}").into())
+    }
+
     /// The wire text without the leading `-` (code included).
     pub fn text(&self) -> Cow<'static, str> {
         match self {

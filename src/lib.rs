@@ -187,6 +187,7 @@ pub fn run_main(config: Config) -> std::io::Result<()> {
             config::quote(&value)
         ));
     }
+    let _ = server::oom::apply(&config);
     if let Some(pid) = &config.pidfile {
         let _ = std::fs::write(pid, format!("{}\n", std::process::id()));
     }

@@ -530,3 +530,67 @@ fn info_memory_counts_scripts_and_functions() {
         .unwrap();
     assert!(vm > 0);
 }
+
+/// The four unit/multi "script timeout" tests: a transaction that meets a
+/// busy script never runs half-way, a rejected EXEC answers EXECABORT and
+/// leaves MULTI, SCRIPT KILL stops the script, and every client goes on.
+/// Expected texts from redis-server 7.0.15 run through the same steps.
+#[test]
+fn transactions_meeting_a_busy_script_abort_whole() {
+    const EXECABORT_BUSY: &str = "EXECABORT Transaction discarded because of: BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+    const EXECABORT_PREV: &str = "EXECABORT Transaction discarded because of previous errors.";
+    let h = common::start_with(&["--busy-reply-threshold", "10"]);
+    let mut r = common::Raw::connect(&h);
+    let ok = || Value::Simple(b"OK".to_vec());
+    let queued = || Value::Simple(b"QUEUED".to_vec());
+    for case in ["multi", "exec", "body", "just exec"] {
+        let mut script = common::Raw::connect(&h);
+        let mut r2 = common::Raw::connect(&h);
+        r.cmd(&[b"SET", b"xx", b"1"]);
+        assert_eq!(r.read(), ok());
+        if case != "multi" {
+            r2.cmd(&[b"MULTI"]);
+            assert_eq!(r2.read(), ok());
+            r2.cmd(&[b"INCR", b"xx"]);
+            assert_eq!(r2.read(), queued());
+        }
+        script.cmd(&[b"EVAL", b"while true do end", b"0"]);
+        assert_eq!(wait_busy(&mut r), BUSY, "{case}");
+        match case {
+            "multi" => {
+                r2.cmd(&[b"MULTI"]);
+                assert_eq!(r2.read(), ok());
+                r2.cmd(&[b"INCR", b"xx"]);
+                assert_eq!(error_text(&r2.read()), BUSY);
+            }
+            "exec" | "body" => {
+                r2.cmd(&[b"INCR", b"xx"]);
+                assert_eq!(error_text(&r2.read()), BUSY);
+                if case == "exec" {
+                    r2.cmd(&[b"EXEC"]);
+                    assert_eq!(error_text(&r2.read()), EXECABORT_BUSY);
+                }
+            }
+            _ => {
+                r2.cmd(&[b"EXEC"]);
+                assert_eq!(error_text(&r2.read()), EXECABORT_BUSY);
+            }
+        }
+        r.cmd(&[b"SCRIPT", b"KILL"]);
+        assert_eq!(r.read(), ok(), "{case}");
+        assert!(error_text(&script.read()).starts_with("ERR Script killed by user"));
+        if case == "multi" {
+            r2.cmd(&[b"INCR", b"xx"]);
+            assert_eq!(r2.read(), queued());
+        }
+        if case == "multi" || case == "body" {
+            r2.cmd(&[b"EXEC"]);
+            assert_eq!(error_text(&r2.read()), EXECABORT_PREV);
+        }
+        r.cmd(&[b"GET", b"xx"]);
+        assert_eq!(r.read(), Value::Bulk(b"1".to_vec()), "{case}");
+        // Out of MULTI: PING answers at once.
+        r2.cmd(&[b"PING", b"asdf"]);
+        assert_eq!(r2.read(), Value::Bulk(b"asdf".to_vec()), "{case}");
+    }
+}

@@ -187,6 +187,43 @@ fn starts_serves_and_stops_on_sigterm() {
     assert!(!pid.exists(), "pidfile removed at shutdown");
 }
 
+/// SIGTERM while a script is busy, as redis-server 7.0.15 takes it: the
+/// shutdown is scheduled, other clients still get BUSY, and once SCRIPT
+/// KILL stops the script the server shuts down (issue 11).
+#[test]
+fn sigterm_during_a_busy_script_shuts_down_once_it_ends() {
+    let port = free_port();
+    let mut p = start(&[
+        "--port",
+        &port.to_string(),
+        "--save",
+        "",
+        "--busy-reply-threshold",
+        "10",
+    ]);
+    let mut runner = connect(port);
+    runner
+        .write_all(&resp(&["EVAL", "while true do end", "0"]))
+        .unwrap();
+    let mut other = connect(port);
+    let busy =
+        "-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+    let mut seen = false;
+    for _ in 0..400 {
+        if call(&mut other, &["PING"]) == busy {
+            seen = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    assert!(seen, "the script never became busy");
+    sigterm(&p.child);
+    assert_eq!(call(&mut other, &["PING"]), busy);
+    assert_eq!(p.child.try_wait().unwrap(), None, "still serving");
+    assert_eq!(call(&mut other, &["SCRIPT", "KILL"]), "+OK");
+    assert_eq!(wait_exit(&mut p.child), Some(0));
+}
+
 #[test]
 fn logfile_receives_the_log() {
     let port = free_port();
@@ -488,4 +525,67 @@ fn logo_shows_port_and_pid_for_test_harnesses() {
         "{text}"
     );
     assert!(!text.contains(" PID: "), "{text}");
+}
+
+/// The server process's `/proc/<pid>/oom_score_adj`.
+fn oom_score(p: &Proc) -> i64 {
+    let path = format!("/proc/{}/oom_score_adj", p.child.id());
+    std::fs::read_to_string(path)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+fn set_oom_score(p: &Proc, v: i64) {
+    std::fs::write(
+        format!("/proc/{}/oom_score_adj", p.child.id()),
+        format!("{v}\n"),
+    )
+    .unwrap();
+}
+
+// The suite's unit/oom-score-adj steps that need no replica or child process
+// (scores as redis-server 7.0.15 writes them, read from /proc the same way):
+// relative to the score found when enabled, absolute, restored on `no`, and
+// untouched while disabled. Raising the score needs no privilege.
+#[test]
+fn oom_score_adj_follows_config() {
+    let port = free_port();
+    let ps = port.to_string();
+    let p = start(&["--port", &ps, "--save", ""]);
+    let mut s = connect(port);
+    set_oom_score(&p, 22);
+    // (CONFIG SET arguments, score afterwards); None sets the score by hand.
+    let steps: &[(Option<&[&str]>, i64)] = &[
+        (
+            Some(&["oom-score-adj-values", "9 9 9", "oom-score-adj", "yes"]),
+            31,
+        ),
+        (Some(&["oom-score-adj-values", "15 20 30"]), 37),
+        (Some(&["oom-score-adj", "absolute"]), 15),
+        (Some(&["oom-score-adj", "no"]), 22),
+        (None, 24),
+        (Some(&["oom-score-adj-values", "23 23 23"]), 24),
+        (
+            Some(&[
+                "oom-score-adj-values",
+                "990 990 990",
+                "oom-score-adj",
+                "relative",
+            ]),
+            1000,
+        ),
+    ];
+    for (set, score) in steps {
+        match set {
+            Some(pairs) => {
+                let mut args = vec!["config", "set"];
+                args.extend_from_slice(pairs);
+                assert_eq!(call(&mut s, &args), "+OK", "{pairs:?}");
+            }
+            None => set_oom_score(&p, *score),
+        }
+        assert_eq!(oom_score(&p), *score, "{set:?}");
+    }
 }

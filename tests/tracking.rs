@@ -196,3 +196,42 @@ fn client_info_and_info_show_tracking_state() {
         ]
     );
 }
+
+// The suite's "Tracking gets notification on tracking table key eviction":
+// keys evicted from the tracking table by a lower `tracking-table-max-keys`
+// are reported even to a NOLOOP client (no client is running when the table
+// is trimmed). redis-server 7.0.15 sends one message with one of the two keys.
+#[test]
+fn table_eviction_reaches_a_noloop_redirect() {
+    let h = common::start();
+    let mut sink = common::Raw::connect(&h);
+    let sink_id = client_id(&mut sink, b"2").to_string();
+    sink.cmd(&[b"SUBSCRIBE", b"__redis__:invalidate"]);
+    sink.read();
+    let mut r = common::Raw::connect(&h);
+    for args in [
+        &[
+            &b"CLIENT"[..],
+            b"TRACKING",
+            b"on",
+            b"REDIRECT",
+            sink_id.as_bytes(),
+            b"NOLOOP",
+        ][..],
+        &[b"MSET", b"key1{t}", b"1", b"key2{t}", b"2"],
+        &[b"MGET", b"key1{t}", b"key2{t}"],
+        &[b"CONFIG", b"SET", b"tracking-table-max-keys", b"1"],
+    ] {
+        r.cmd(args);
+        r.read();
+    }
+    let msg = sink.read_raw();
+    let one_of = |k: &str| {
+        format!("*3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n*1\r\n$7\r\n{k}\r\n")
+            .into_bytes()
+    };
+    assert!(
+        msg == one_of("key1{t}") || msg == one_of("key2{t}"),
+        "{msg:?}"
+    );
+}

@@ -151,8 +151,7 @@ struct Item {
 fn sort_generic(ctx: &mut Ctx, args: &Args, readonly: bool) -> CmdResult {
     let mut o = parse(args, readonly)?;
     let key = args.at(1);
-    let in_script =
-        ctx.in_script || ctx.client.conn_kind == crate::server::client::ConnKind::Script;
+    let in_script = ctx.in_script();
     let write = o.store.is_some();
     let db = ctx.db();
     // The elements in stored order; sets in their iteration order.

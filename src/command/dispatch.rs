@@ -6,7 +6,7 @@ use super::args::Args;
 use super::gate::{self, Caller, Verdict};
 use super::spec::flags;
 use super::table::CmdRef;
-use crate::error::Rejection;
+use crate::error::{Error, Rejection};
 use crate::server::client::{Client, Queued, ReplyMode};
 use crate::server::{blocking, notify, Ctx, Server};
 
@@ -78,7 +78,15 @@ pub fn reject(srv: &mut Server, client: &mut Client, cmd: Option<CmdRef>, r: &Re
     if let Some(cmd) = cmd {
         srv.stats.cmd(cmd.id).rejected += 1;
     }
-    let e = r.error();
+    let mut e = r.error();
+    // A rejected EXEC discards its transaction (Redis's execCommandAbort).
+    // Redis formats its ERR-class rejections without the code and keeps the
+    // code of the others (BUSY, NOAUTH, OOM, ...).
+    if cmd.is_some_and(|c| c.spec.name == "exec") {
+        crate::cmd::txn::discard_transaction(srv, client);
+        let text = e.text();
+        e = Error::exec_abort(text.strip_prefix("ERR ").unwrap_or(&text));
+    }
     srv.stats.error(e.code());
     client.reply.error_line(&e.text());
 }
@@ -114,7 +122,6 @@ pub fn call(
             client,
             spec: cmd.spec,
             in_exec,
-            in_script: false,
         };
         (cmd.spec.handler)(&mut ctx, &mut cursor)
     };

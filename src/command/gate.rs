@@ -101,7 +101,7 @@ pub fn admit(srv: &Server, client: &Client, cmd: CmdRef, args: &Args, caller: Ca
         if let Some(r) = cluster(srv, client, cmd, args) {
             return reject(r);
         }
-        if let Some(r) = oom(srv, client, cmd) {
+        if let Some(r) = oom(srv, client, cmd, args) {
             return reject(r);
         }
         if let Some(r) = read_only_replica(srv, cmd) {
@@ -144,7 +144,8 @@ fn script_stage(
     if !spec.arity_ok(args.len()) {
         return reject(Rejection::ScriptArity);
     }
-    if spec.has(flags::NOSCRIPT) {
+    // DEBUG SET-DISABLE-DENY-SCRIPTS lifts this check (a test hook).
+    if spec.has(flags::NOSCRIPT) && !srv.ext.script.allow_noscript {
         return reject(Rejection::ScriptNoScript);
     }
     // Stale replica (`Can not execute the command on a stale replica`):
@@ -178,12 +179,25 @@ fn cluster(_srv: &Server, _client: &Client, _cmd: CmdRef, _args: &Args) -> Optio
     None
 }
 
-/// OOM stage: after trying eviction, refuse `denyoom` commands (and inside
-/// MULTI anything but EXEC, DISCARD, QUIT, RESET) while used memory is over
-/// `maxmemory`. Issue 13 fills it; Oxidis does not measure memory yet.
-#[inline]
-fn oom(_srv: &Server, _client: &Client, _cmd: CmdRef) -> Option<Rejection> {
-    None
+/// OOM stage: after trying eviction, refuse `denyoom` commands (scripts by
+/// their declared flags) and, inside MULTI, anything but the transaction's
+/// own commands, while used memory is over `maxmemory` (Redis's
+/// `processCommand`). Used memory is what INFO reports as `used_memory`
+/// (the resident set until issue 13 brings allocator accounting). Only the
+/// `noeviction` policy is acted on here: the others evict first, which issue
+/// 13 builds, so until then they refuse nothing rather than refuse what
+/// Redis would make room for.
+fn oom(srv: &Server, client: &Client, cmd: CmdRef, args: &Args) -> Option<Rejection> {
+    let max = srv.config.get_i64("maxmemory");
+    if max <= 0 || srv.config.get("maxmemory-policy") != Some("noeviction") {
+        return None;
+    }
+    let in_multi = client.multi.is_some() && !cmd.spec.has(flags::TXN_CONTROL);
+    let denyoom = crate::script::cmd_flags::effective(srv, cmd.spec, args) & flags::DENYOOM != 0;
+    if !(denyoom || in_multi) {
+        return None;
+    }
+    (crate::cmd::server::info::rss_bytes() > max as u64).then_some(Rejection::Oom)
 }
 
 /// Read-only replica stage: writes refused on a replica with

@@ -281,15 +281,22 @@ pub fn key_flags(spec: &CommandSpec, args: &Args, pos: usize) -> Vec<Value> {
     let Some(m) = get(spec.name) else {
         return Vec::new();
     };
-    // SET's flags depend on its arguments (Redis's `setGetKeys`): with GET it
-    // reads the old value, without it only overwrites.
-    if spec.name == "set" {
-        let get = args.from(3).any(|a| a.eq_ignore_ascii_case(b"GET"));
-        let words: &[&str] = if get {
+    // Flags Redis takes from the command's getkeys procedure, where they
+    // depend on the arguments or the spec cannot find the key: SET reads the
+    // old value with GET and only overwrites without it (`setGetKeys`); SORT's
+    // STORE key has an `unknown` spec (`sortGetKeys`); BITFIELD only reads
+    // when every subcommand is a well-formed GET or OVERFLOW.
+    let words: &[&str] = match spec.name {
+        "set" if args.from(3).any(|a| a.eq_ignore_ascii_case(b"GET")) => {
             &["RW", "access", "update"]
-        } else {
-            &["OW", "update"]
-        };
+        }
+        "set" => &["OW", "update"],
+        "sort" if pos != 1 => &["OW", "update"],
+        "bitfield" if bitfield_reads_only(args) => &["RO", "access"],
+        "bitfield" => &["RW", "access", "update"],
+        _ => &[],
+    };
+    if !words.is_empty() {
         return words
             .iter()
             .map(|w| Value::Simple(w.as_bytes().to_vec()))
@@ -306,6 +313,24 @@ pub fn key_flags(spec: &CommandSpec, args: &Args, pos: usize) -> Vec<Value> {
         }
     }
     Vec::new()
+}
+
+/// True when a BITFIELD call only reads: its subcommands are GET or
+/// OVERFLOW with all their arguments (a malformed one counts as a write).
+fn bitfield_reads_only(args: &Args) -> bool {
+    let mut i = 2;
+    while i < args.len() {
+        let left = args.len() - i - 1;
+        let word = args.at(i);
+        if word.eq_ignore_ascii_case(b"GET") && left >= 2 {
+            i += 3;
+        } else if word.eq_ignore_ascii_case(b"OVERFLOW") && left >= 1 {
+            i += 2;
+        } else {
+            return false;
+        }
+    }
+    true
 }
 
 fn map_get<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {

@@ -72,11 +72,12 @@ impl Config {
                 }
                 _ => match find_param(&name) {
                     Some(prm) => {
-                        let multi = matches!(prm.kind, Kind::Special)
+                        let multi = (matches!(prm.kind, Kind::Special)
                             && !matches!(
                                 prm.name,
                                 "dir" | "unixsocketperm" | "cluster-announce-hostname"
-                            );
+                            ))
+                            || prm.name.starts_with("shutdown-on-sig");
                         if !multi && args.len() != 1 {
                             return Err(fail("wrong number of arguments"));
                         }

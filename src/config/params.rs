@@ -489,6 +489,13 @@ pub static GENERATED: &[Param] = &[
         flags: 0,
     },
     Param {
+        name: "key-load-delay",
+        alias: None,
+        kind: Int(-2147483648, 2147483647),
+        default: "0",
+        flags: HIDDEN,
+    },
+    Param {
         name: "latency-monitor-threshold",
         alias: None,
         kind: Int(0, i64::MAX),
@@ -573,6 +580,13 @@ pub static GENERATED: &[Param] = &[
         flags: 0,
     },
     Param {
+        name: "loading-process-events-interval-bytes",
+        alias: None,
+        kind: Int(1024, 2147483647),
+        default: "2097152",
+        flags: HIDDEN,
+    },
+    Param {
         name: "logfile",
         alias: None,
         kind: Str,
@@ -591,14 +605,14 @@ pub static GENERATED: &[Param] = &[
         alias: None,
         kind: Str,
         default: "",
-        flags: 0,
+        flags: SENSITIVE,
     },
     Param {
         name: "masteruser",
         alias: None,
         kind: Str,
         default: "",
-        flags: 0,
+        flags: SENSITIVE,
     },
     Param {
         name: "maxclients",
@@ -617,7 +631,7 @@ pub static GENERATED: &[Param] = &[
     Param {
         name: "maxmemory-clients",
         alias: None,
-        kind: MemoryPercent(0, i64::MAX),
+        kind: MemoryPercent(-100, i64::MAX),
         default: "0",
         flags: 0,
     },
@@ -741,6 +755,13 @@ pub static GENERATED: &[Param] = &[
         kind: Bool,
         default: "no",
         flags: 0,
+    },
+    Param {
+        name: "rdb-key-save-delay",
+        alias: None,
+        kind: Int(-2147483648, 2147483647),
+        default: "0",
+        flags: HIDDEN,
     },
     Param {
         name: "rdb-save-incremental-fsync",
@@ -901,7 +922,7 @@ pub static GENERATED: &[Param] = &[
         alias: None,
         kind: Str,
         default: "",
-        flags: 0,
+        flags: SENSITIVE,
     },
     Param {
         name: "sanitize-dump-payload",
@@ -1212,6 +1233,20 @@ pub static GENERATED: &[Param] = &[
         kind: Special,
         default: "0",
         flags: IMMUTABLE,
+    },
+    Param {
+        name: "use-exit-on-panic",
+        alias: None,
+        kind: Bool,
+        default: "no",
+        flags: HIDDEN,
+    },
+    Param {
+        name: "watchdog-period",
+        alias: None,
+        kind: Int(0, 2147483647),
+        default: "0",
+        flags: HIDDEN,
     },
     Param {
         name: "zset-max-listpack-entries",

@@ -88,7 +88,9 @@ impl Config {
                 for w in &words {
                     match w.parse::<f64>() {
                         Ok(f) if (0.0..=100.0).contains(&f) => {
-                            out.push(crate::types::number::fmt_double(f))
+                            // Redis prints "%f" and trims the trailing zeros.
+                            let six = format!("{f:.6}");
+                            out.push(six.trim_end_matches('0').trim_end_matches('.').to_string())
                         }
                         Ok(_) => return Err("latency-tracking-info-percentiles parameters should sit between [0.0,100.0]".into()),
                         _ => return Err("Invalid latency-tracking-info-percentiles parameters".into()),
@@ -125,4 +127,49 @@ impl Config {
             _ => Ok(words.join(" ")),
         }
     }
+}
+
+/// `shutdown-on-sigint` / `shutdown-on-sigterm`: several of `save`, `nosave`,
+/// `now`, `force` together (Redis's multi-argument flag enum), shown in that
+/// order, or `default` for none; SAVE with NOSAVE is refused.
+pub(super) fn shutdown_flags(words: &[&str], value: &str) -> Result<String, String> {
+    let mut set = vec![false; words.len()];
+    let given: Vec<String> = value
+        .split_whitespace()
+        .map(str::to_ascii_lowercase)
+        .collect();
+    for w in &given {
+        match words.iter().position(|k| k == w) {
+            Some(i) => set[i] = true,
+            None => {
+                return Err(
+                    "argument(s) must be one of the following: ".to_string() + &words.join(", ")
+                )
+            }
+        }
+    }
+    if given.is_empty() {
+        return Err("argument(s) must be one of the following: ".to_string() + &words.join(", "));
+    }
+    let on = |name: &str| {
+        words
+            .iter()
+            .position(|k| *k == name)
+            .is_some_and(|i| set[i])
+    };
+    if on("save") && on("nosave") {
+        return Err("shutdown options SAVE and NOSAVE can't be used simultaneously".into());
+    }
+    // `default` is no flag: it only counts when nothing else is given.
+    let names: Vec<&str> = words
+        .iter()
+        .zip(&set)
+        .filter(|(k, on)| **on && **k != "default")
+        .map(|(k, _)| *k)
+        .collect();
+    Ok(if names.is_empty() {
+        "default".to_string()
+    } else {
+        names.join(" ")
+    })
 }

@@ -127,3 +127,22 @@ fn binary_values_from_a_file_and_through_rewrite() {
     assert_eq!(again.get_bytes("masterauth"), c.get_bytes("masterauth"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+// A config file line with several shutdown flags, as CONFIG REWRITE writes it
+// (redis-server 7.0.15 loads `shutdown-on-sigterm nosave now` and
+// `shutdown-on-sigint "save" force` and shows "nosave now" and "save force").
+#[test]
+fn shutdown_flags_take_several_words() {
+    let c = from_args(&args(&[
+        "--shutdown-on-sigterm",
+        "nosave",
+        "now",
+        "--shutdown-on-sigint",
+        "save",
+        "force",
+    ]))
+    .unwrap();
+    assert_eq!(c.get("shutdown-on-sigterm"), Some("nosave now"));
+    assert_eq!(c.get("shutdown-on-sigint"), Some("save force"));
+    assert!(from_args(&args(&["--shutdown-on-sigterm", "save", "nosave"])).is_err());
+}

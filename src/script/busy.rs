@@ -48,6 +48,12 @@ pub unsafe fn remove_hook(l: State) {
     ffi::lua_sethook(l, None, 0, 0);
 }
 
+/// Fires the hook on every line from now on, so a pcall cannot swallow the
+/// error that stops the script.
+pub unsafe fn stop_on_every_line(l: State) {
+    ffi::lua_sethook(l, Some(hook), ffi::LUA_MASKLINE, 0);
+}
+
 unsafe extern "C-unwind" fn hook(l: State, _ar: *mut ffi::lua_Debug) {
     if super::function::load_timed_out() {
         super::redis_lib::push_error(l, b"FUNCTION LOAD timeout");
@@ -57,6 +63,12 @@ unsafe extern "C-unwind" fn hook(l: State, _ar: *mut ffi::lua_Debug) {
         return;
     };
     let run: *mut RunCtx = run;
+    if (*run).panic.is_some() {
+        // Server code panicked under this script (see `no_unwind`): stop it.
+        super::redis_lib::push_error(l, b"Script stopped: the server hit an internal error");
+        lua::raise(l);
+        return;
+    }
     let now = crate::clock::real_now_us();
     if !(*run).busy {
         let ms = ((now - (*run).start_us) / 1000).max(0) as u64;
@@ -75,13 +87,15 @@ unsafe extern "C-unwind" fn hook(l: State, _ar: *mut ffi::lua_Debug) {
     }
     if now - (*run).last_poll_us >= POLL_EVERY_US {
         (*run).last_poll_us = now;
-        poll(&mut *(*run).srv, (*run).caller_id, (*run).is_function);
+        let (srv, caller, is_function) = ((*run).srv, (*run).caller_id, (*run).is_function);
+        if super::no_unwind(l, || poll(&mut *srv, caller, is_function)).is_none() {
+            return;
+        }
     }
     let shutting_down = (*(*run).srv).shutdown.is_some();
     if (*run).killed || shutting_down {
         crate::log::warning("Lua script killed by user with SCRIPT KILL.");
-        // Fire on every line from now on, so a pcall cannot swallow the kill.
-        ffi::lua_sethook(l, Some(hook), ffi::LUA_MASKLINE, 0);
+        stop_on_every_line(l);
         super::redis_lib::push_error(l, b"Script killed by user with SCRIPT KILL...");
         lua::raise(l);
     }

@@ -770,35 +770,48 @@ unsafe extern "C-unwind" fn decode(l: State) -> c_int {
 
 // ---------------------------------------------------------------- settings
 
-/// Reads an optional integer setting argument in `[min, max]`.
+/// Reads an optional integer setting argument in `[min, max]`, as
+/// `json_integer_option`: the value is a C `int`, and a value out of range
+/// is reported as argument 1 whatever its position.
 unsafe fn opt_int(l: State, idx: c_int, min: i64, max: i64) -> Option<i64> {
     if ffi::lua_type(l, idx) <= ffi::LUA_TNIL {
         return None;
     }
-    let n = ffi::luaL_checkinteger(l, idx) as i64;
+    let n = ffi::luaL_checkinteger(l, idx) as i32 as i64;
     if n < min || n > max {
         let msg = format!("expected integer between {min} and {max}");
-        ffi::luaL_where(l, 1);
-        let _ = msg;
-        ffi::luaL_argerror(l, idx, c"expected integer in range".as_ptr());
+        push_str(l, &msg);
+        drop(msg);
+        let text = ffi::lua_tolstring(l, -1, std::ptr::null_mut());
+        ffi::luaL_argerror(l, 1, text);
     }
     Some(n)
 }
 
-/// Reads an optional boolean-ish setting ("on"/"off"/true/false).
-unsafe fn opt_bool(l: State, idx: c_int) -> Option<bool> {
+/// `json_arg_init`: at most `n` arguments, padded with nils.
+unsafe fn arg_init(l: State, n: c_int) {
+    if ffi::lua_gettop(l) > n {
+        ffi::luaL_argerror(l, n + 1, c"found too many arguments".as_ptr());
+    }
+    ffi::lua_settop(l, n);
+}
+
+/// `json_enum_option` with `bool_true` 1: nil keeps the setting, a
+/// boolean sets 0 or 1, a string is looked up in `options` with Lua's
+/// `luaL_checkoption` ("invalid option 'x'").
+unsafe fn opt_enum(l: State, idx: c_int, options: &[*const std::ffi::c_char]) -> Option<i64> {
     match ffi::lua_type(l, idx) {
         ffi::LUA_TNONE | ffi::LUA_TNIL => None,
-        ffi::LUA_TBOOLEAN => Some(ffi::lua_toboolean(l, idx) != 0),
-        _ => match to_bytes(l, idx) {
-            Some(b"on") => Some(true),
-            Some(b"off") => Some(false),
-            _ => {
-                ffi::luaL_argerror(l, idx, c"invalid option".as_ptr());
-                None
-            }
-        },
+        ffi::LUA_TBOOLEAN => Some(ffi::lua_toboolean(l, idx) as i64),
+        _ => Some(ffi::luaL_checkoption(l, idx, std::ptr::null(), options.as_ptr()) as i64),
     }
+}
+
+const ON_OFF: [*const std::ffi::c_char; 3] = [c"off".as_ptr(), c"on".as_ptr(), std::ptr::null()];
+
+/// Reads an optional boolean-ish setting ("on"/"off"/true/false).
+unsafe fn opt_bool(l: State, idx: c_int) -> Option<bool> {
+    opt_enum(l, idx, &ON_OFF).map(|v| v == 1)
 }
 
 unsafe fn update(f: impl FnOnce(&mut Config)) -> Config {
@@ -811,6 +824,7 @@ unsafe fn update(f: impl FnOnce(&mut Config)) -> Config {
 }
 
 unsafe extern "C-unwind" fn encode_sparse_array(l: State) -> c_int {
+    arg_init(l, 3);
     let conv = opt_bool(l, 1);
     let ratio = opt_int(l, 2, 0, i32::MAX as i64);
     let safe = opt_int(l, 3, 0, i32::MAX as i64);
@@ -832,6 +846,7 @@ unsafe extern "C-unwind" fn encode_sparse_array(l: State) -> c_int {
 }
 
 unsafe extern "C-unwind" fn encode_max_depth(l: State) -> c_int {
+    arg_init(l, 1);
     let v = opt_int(l, 1, 1, i32::MAX as i64);
     let c = update(|c| {
         if let Some(v) = v {
@@ -843,6 +858,7 @@ unsafe extern "C-unwind" fn encode_max_depth(l: State) -> c_int {
 }
 
 unsafe extern "C-unwind" fn decode_max_depth(l: State) -> c_int {
+    arg_init(l, 1);
     let v = opt_int(l, 1, 1, i32::MAX as i64);
     let c = update(|c| {
         if let Some(v) = v {
@@ -854,6 +870,7 @@ unsafe extern "C-unwind" fn decode_max_depth(l: State) -> c_int {
 }
 
 unsafe extern "C-unwind" fn encode_number_precision(l: State) -> c_int {
+    arg_init(l, 1);
     let v = opt_int(l, 1, 1, 14);
     let c = update(|c| {
         if let Some(v) = v {
@@ -865,6 +882,7 @@ unsafe extern "C-unwind" fn encode_number_precision(l: State) -> c_int {
 }
 
 unsafe extern "C-unwind" fn encode_keep_buffer(l: State) -> c_int {
+    arg_init(l, 1);
     let v = opt_bool(l, 1);
     let c = update(|c| {
         if let Some(v) = v {
@@ -876,19 +894,14 @@ unsafe extern "C-unwind" fn encode_keep_buffer(l: State) -> c_int {
 }
 
 unsafe extern "C-unwind" fn encode_invalid_numbers(l: State) -> c_int {
-    let v = match ffi::lua_type(l, 1) {
-        ffi::LUA_TNONE | ffi::LUA_TNIL => None,
-        ffi::LUA_TBOOLEAN => Some(ffi::lua_toboolean(l, 1) as i64),
-        _ => match to_bytes(l, 1) {
-            Some(b"on") => Some(1),
-            Some(b"off") => Some(0),
-            Some(b"null") => Some(2),
-            _ => {
-                ffi::luaL_argerror(l, 1, c"invalid option".as_ptr());
-                None
-            }
-        },
-    };
+    arg_init(l, 1);
+    let options = [
+        c"off".as_ptr(),
+        c"on".as_ptr(),
+        c"null".as_ptr(),
+        std::ptr::null(),
+    ];
+    let v = opt_enum(l, 1, &options);
     let c = update(|c| {
         if let Some(v) = v {
             c.encode_invalid = v;
@@ -903,6 +916,7 @@ unsafe extern "C-unwind" fn encode_invalid_numbers(l: State) -> c_int {
 }
 
 unsafe extern "C-unwind" fn decode_invalid_numbers(l: State) -> c_int {
+    arg_init(l, 1);
     let v = opt_bool(l, 1);
     let c = update(|c| {
         if let Some(v) = v {

@@ -171,7 +171,9 @@ fn no_crlf(b: &[u8]) -> Vec<u8> {
 
 /// Writes the Lua value on top of the stack (left there) as a reply for a
 /// caller speaking `out.resp`; `script_resp` is the script's `redis.setresp`.
-pub unsafe fn reply_from_lua(l: State, out: &mut Reply, script_resp: u8) {
+/// The codes of the error replies written (nested ones too) are added to
+/// `errors`, for INFO errorstats.
+pub unsafe fn reply_from_lua(l: State, out: &mut Reply, script_resp: u8, errors: &mut Vec<String>) {
     if ffi::lua_checkstack(l, 4) == 0 {
         out.error_line("ERR reached lua stack limit");
         return;
@@ -191,17 +193,20 @@ pub unsafe fn reply_from_lua(l: State, out: &mut Reply, script_resp: u8) {
             }
         }
         ffi::LUA_TNUMBER => out.int(num_to_i64(ffi::lua_tonumber(l, -1))),
-        ffi::LUA_TTABLE => table_reply(l, out, script_resp),
+        ffi::LUA_TTABLE => table_reply(l, out, script_resp, errors),
         _ => out.null(),
     }
 }
 
-unsafe fn table_reply(l: State, out: &mut Reply, script_resp: u8) {
+unsafe fn table_reply(l: State, out: &mut Reply, script_resp: u8, errors: &mut Vec<String>) {
     let t = ffi::lua_gettop(l);
     if lua::get_field(l, t, "err") == ffi::LUA_TSTRING {
         let e = to_bytes(l, -1).unwrap_or_default();
         let msg = String::from_utf8_lossy(e);
         out.error_line(&msg);
+        // Counted under its first word, verbatim ("ERR" when empty).
+        let code = msg.split(' ').next().filter(|c| !c.is_empty());
+        errors.push(code.unwrap_or("ERR").to_string());
         ffi::lua_pop(l, 1);
         return;
     }
@@ -239,9 +244,9 @@ unsafe fn table_reply(l: State, out: &mut Reply, script_resp: u8) {
         ffi::lua_pushnil(l);
         while ffi::lua_next(l, m) != 0 {
             ffi::lua_pushvalue(l, -2);
-            reply_from_lua(l, out, script_resp);
+            reply_from_lua(l, out, script_resp, errors);
             ffi::lua_pop(l, 1);
-            reply_from_lua(l, out, script_resp);
+            reply_from_lua(l, out, script_resp, errors);
             ffi::lua_pop(l, 1);
             n += 1;
         }
@@ -258,7 +263,7 @@ unsafe fn table_reply(l: State, out: &mut Reply, script_resp: u8) {
         while ffi::lua_next(l, m) != 0 {
             ffi::lua_pop(l, 1);
             ffi::lua_pushvalue(l, -1);
-            reply_from_lua(l, out, script_resp);
+            reply_from_lua(l, out, script_resp, errors);
             ffi::lua_pop(l, 1);
             n += 1;
         }
@@ -301,7 +306,7 @@ unsafe fn table_reply(l: State, out: &mut Reply, script_resp: u8) {
             ffi::lua_pop(l, 1);
             break;
         }
-        reply_from_lua(l, out, script_resp);
+        reply_from_lua(l, out, script_resp, errors);
         ffi::lua_pop(l, 1);
         j += 1;
     }

@@ -85,12 +85,11 @@ fn parse_meta(code: &[u8]) -> Result<Meta<'_>, String> {
     let Some(nl) = code.iter().position(|&c| c == b'\n') else {
         return Err("Invalid library metadata".into());
     };
-    let line = String::from_utf8_lossy(&code[..nl]);
-    let parts: Vec<&str> = line.split_ascii_whitespace().collect();
-    if parts.is_empty() {
+    let parts = super::shebang_words(&code[..nl]).unwrap_or_default();
+    let Some(first) = parts.first() else {
         return Err("Invalid library metadata".into());
-    }
-    let engine = parts[0][2..].to_string();
+    };
+    let engine = first.get(2..).unwrap_or_default().to_string();
     let mut name = None;
     for p in &parts[1..] {
         if p.len() >= 5 && p[..5].eq_ignore_ascii_case("name=") {
@@ -116,12 +115,24 @@ fn parse_meta(code: &[u8]) -> Result<Meta<'_>, String> {
 
 impl Functions {
     fn vm(&mut self) -> &mut Vm {
-        self.vm.get_or_insert_with(|| {
-            let vm = Vm::new();
-            // SAFETY: a fresh VM, no script running.
-            unsafe { install_load_api(vm.l) };
-            vm
-        })
+        if self.vm.is_none() && !self.libs.is_empty() {
+            // The VM was dropped after a panic: load every library again.
+            let libs = std::mem::take(&mut self.libs);
+            self.index.clear();
+            self.vm = Some(new_vm());
+            for lib in libs {
+                if let Err(e) = self.load(&lib.code, false) {
+                    crate::log::warning(&format!("Library '{}' not reloaded: {e}", lib.name));
+                }
+            }
+        }
+        self.vm.get_or_insert_with(new_vm)
+    }
+
+    /// Drops the VM after a panic unwound through it (its state is not
+    /// consistent anymore); the next use reloads the libraries.
+    pub fn discard_vm(&mut self) {
+        self.vm = None;
     }
 
     pub fn state(&mut self) -> State {
@@ -170,6 +181,9 @@ impl Functions {
             for f in lib.functions {
                 vm.unref(f.func_ref);
             }
+            // What the library held goes now: the VM's memory is capped and
+            // Lua 5.1 collects only as allocations go on.
+            vm.full_gc();
         }
         self.reindex();
         true
@@ -181,7 +195,8 @@ impl Functions {
         if !valid_name(meta.name.as_bytes()) {
             return Err("Library names can only contain letters, numbers, or underscores(_) and must be at least one character long".into());
         }
-        if meta.engine != "lua" {
+        // Engines are looked up without regard to case.
+        if !meta.engine.eq_ignore_ascii_case("lua") {
             return Err(format!("Engine '{}' not found", meta.engine));
         }
         let old = self.libs.iter().position(|l| l.name == meta.name);
@@ -199,12 +214,20 @@ impl Functions {
             funcs: Vec::new(),
             start: Instant::now(),
         };
+        LOAD.with(|c| c.set(&mut ctx as *mut LoadCtx));
         // SAFETY: the VM is ours; LOAD points at `ctx` only during the call.
-        let res = unsafe {
-            LOAD.with(|c| c.set(&mut ctx as *mut LoadCtx));
-            let r = run_load(l, func_ref);
-            LOAD.with(|c| c.set(std::ptr::null_mut()));
-            r
+        let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe {
+            run_load(l, func_ref)
+        }));
+        LOAD.with(|c| c.set(std::ptr::null_mut()));
+        let res = match res {
+            Ok(r) => r,
+            Err(payload) => {
+                // It unwound through Lua: the VM (and the references just
+                // registered in it) cannot be used anymore.
+                self.discard_vm();
+                std::panic::resume_unwind(payload);
+            }
         };
         self.vm().unref(func_ref);
         let unref_all = |this: &mut Functions, funcs: Vec<Function>| {
@@ -242,6 +265,14 @@ impl Functions {
     }
 }
 
+/// A VM for libraries: the sandbox plus the load-time API.
+fn new_vm() -> Vm {
+    let vm = Vm::new();
+    // SAFETY: a fresh VM, no script running.
+    unsafe { install_load_api(vm.l) };
+    vm
+}
+
 /// Runs a library's top-level code with the load-time globals.
 unsafe fn run_load(l: State, func_ref: i32) -> Result<(), String> {
     let base = ffi::lua_gettop(l);
@@ -249,7 +280,7 @@ unsafe fn run_load(l: State, func_ref: i32) -> Result<(), String> {
     super::busy::install_hook(l);
     vm::push_error_handler(l);
     ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, func_ref as _);
-    let rc = ffi::lua_pcall(l, 0, 0, base + 1);
+    let rc = vm::guarded(l, || ffi::lua_pcall(l, 0, 0, base + 1));
     super::busy::remove_hook(l);
     set_env(l, ENV_RUN);
     let res = if rc == 0 {

@@ -87,6 +87,33 @@ pub unsafe fn raise_msg(l: State, msg: &str) -> c_int {
     ffi::lua_error(l)
 }
 
+/// [`raise_msg`] for an owned message, dropped before the jump.
+pub unsafe fn raise_msg_owned(l: State, msg: String) -> c_int {
+    ffi::luaL_where(l, 1);
+    push_str(l, &msg);
+    drop(msg);
+    ffi::lua_concat(l, 2);
+    ffi::lua_error(l)
+}
+
+/// Lua 5.1's `luaL_checkstack`: raises "stack overflow (msg)" when `n` more
+/// slots would take this C function past `LUAI_MAXCSTACK` (mlua's compat
+/// version asks for `LUA_MINSTACK` slots more, so it fails 20 slots early).
+/// The frame's values are dropped first: the error message needs room
+/// (the C library writes it into Lua's slack past the frame's top, which
+/// the API checks of a debug build refuse).
+pub unsafe fn check_stack(l: State, n: c_int, msg: &std::ffi::CStr) {
+    if ffi::lua_checkstack(l, n) == 0 {
+        stack_overflow(l, msg);
+    }
+}
+
+/// Raises "stack overflow (msg)" from a C function whose stack is full.
+pub unsafe fn stack_overflow(l: State, msg: &std::ffi::CStr) -> c_int {
+    ffi::lua_settop(l, 0);
+    ffi::luaL_error(l, c"stack overflow (%s)".as_ptr(), msg.as_ptr())
+}
+
 /// Raises `msg` without position information.
 pub unsafe fn raise_plain(l: State, msg: &str) -> c_int {
     push_str(l, msg);

@@ -18,11 +18,14 @@ pub mod cjson;
 pub mod cmd_flags;
 pub mod convert;
 pub mod function;
+pub mod load;
 pub mod lua;
 pub mod msgpack;
 pub mod payload;
 pub mod redis_lib;
 pub mod structlib;
+#[cfg(test)]
+mod tests;
 pub mod vm;
 
 use std::cell::Cell;
@@ -46,6 +49,18 @@ pub struct Script {
     flags: Option<u32>,
 }
 
+/// The words of a shebang line, split as Redis's `sdssplitargs` splits it
+/// (quotes and escapes); None when its quotes do not balance.
+pub(crate) fn shebang_words(line: &[u8]) -> Option<Vec<String>> {
+    let words = crate::config::split_config_line(line)?;
+    Some(
+        words
+            .iter()
+            .map(|w| String::from_utf8_lossy(w).into_owned())
+            .collect(),
+    )
+}
+
 /// Parses an EVAL script's shebang as Redis 7's `evalExtractShebangFlags`:
 /// the flags (None without a shebang) and the bytes to skip (the shebang
 /// line, keeping its line feed so line numbers stay the user's).
@@ -56,8 +71,7 @@ fn shebang_flags(body: &[u8]) -> Result<(Option<u32>, usize), String> {
     let Some(nl) = body.iter().position(|&c| c == b'\n') else {
         return Err("Invalid script shebang".into());
     };
-    let line = String::from_utf8_lossy(&body[..nl]);
-    let parts: Vec<&str> = line.split_ascii_whitespace().collect();
+    let parts = shebang_words(&body[..nl]).unwrap_or_default();
     let Some(engine) = parts.first() else {
         return Err("Invalid engine in script shebang".into());
     };
@@ -95,10 +109,25 @@ pub struct Scripting {
     pub functions: function::Functions,
     /// The server cell, for spawning tasks of connections accepted while busy.
     pub server: Option<std::rc::Weak<std::cell::RefCell<Server>>>,
+    /// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call noscript commands.
+    pub allow_noscript: bool,
 }
 
 impl Scripting {
+    /// The EVAL VM; a VM dropped after a panic is rebuilt here with every
+    /// cached script compiled again, so EVALSHA keeps working.
     fn vm(&mut self) -> &mut Vm {
+        if self.vm.is_none() {
+            let mut vm = Vm::new();
+            for sc in self.scripts.values_mut() {
+                let skip = shebang_flags(&sc.body).map_or(0, |(_, skip)| skip);
+                // It compiled before, in a VM just like this one.
+                if let Ok(r) = vm.compile(&sc.body[skip..], "@user_script") {
+                    sc.func_ref = r;
+                }
+            }
+            self.vm = Some(vm);
+        }
         self.vm.get_or_insert_with(Vm::new)
     }
 
@@ -176,6 +205,19 @@ pub struct RunCtx {
     pub is_function: bool,
     /// The FCALL command line, for FUNCTION STATS.
     pub command: Vec<Vec<u8>>,
+    /// A panic stopped at a C boundary ([`no_unwind`]), resumed by [`run`].
+    pub panic: Option<Box<dyn std::any::Any + Send>>,
+    /// The keys the script declared (KEYS), borrowed from the command
+    /// for the run: see [`declared_keys`].
+    keys: *const [&'static [u8]],
+}
+
+/// The keys the running script declared, or none outside a script. A
+/// tracking caller remembers them all when its script reads (Redis's
+/// `trackingRememberKeys(server.script_caller)`).
+pub fn declared_keys() -> Vec<Vec<u8>> {
+    // SAFETY: `keys` points into the `Call` that `run` owns while RUN is set.
+    unsafe { run_ctx().map_or_else(Vec::new, |r| (*r.keys).iter().map(|k| k.to_vec()).collect()) }
 }
 
 thread_local! {
@@ -244,6 +286,46 @@ pub struct Call<'a> {
     pub command: Vec<Vec<u8>>,
 }
 
+/// Restores what [`run`] set up for a script on every way out of it, a
+/// return or a panic unwinding through it: `RUN` cleared, the hook
+/// removed, the pseudo-client handed back. A panic that unwound through Lua
+/// left that VM inconsistent (Lua's C frames were skipped, its error jump
+/// buffer dangles), so the VM is dropped; the next use builds a fresh one
+/// and recompiles the cached scripts or reloads the libraries.
+struct RunGuard {
+    srv: *mut Server,
+    l: lua::State,
+    is_function: bool,
+    client: Option<Box<Client>>,
+}
+
+impl Drop for RunGuard {
+    fn drop(&mut self) {
+        RUN.with(|c| c.set(std::ptr::null_mut()));
+        // SAFETY: `srv` outlives the run; Lua's frames are gone, so nothing
+        // else uses the server or the state now.
+        let srv = unsafe {
+            busy::remove_hook(self.l);
+            &mut *self.srv
+        };
+        // redis.set_repl() lasts for one script.
+        srv.prop.set_script_repl(true);
+        let s = &mut srv.ext.script;
+        if let Some(mut sc) = self.client.take() {
+            sc.reply.buf.clear();
+            s.client = Some(sc);
+        }
+        if std::thread::panicking() {
+            crate::log::warning("A panic unwound through a Lua script: its VM is rebuilt");
+            if self.is_function {
+                s.functions.discard_vm();
+            } else {
+                s.vm = None;
+            }
+        }
+    }
+}
+
 /// Runs a compiled script for `caller`, writing its reply (or error) into
 /// the caller's reply buffer.
 /// The script sees the time of the command that runs it (dispatch froze it).
@@ -281,14 +363,23 @@ pub fn run(srv: &mut Server, caller: &mut Client, call: Call<'_>) {
         last_poll_us: now,
         is_function: call.is_function,
         command: call.command,
+        panic: None,
+        keys: std::ptr::slice_from_raw_parts(call.keys.as_ptr().cast(), call.keys.len()),
+    };
+    let guard = RunGuard {
+        srv: ctx.srv,
+        l,
+        is_function: call.is_function,
+        client: Some(sc),
     };
     // The script is propagated as the commands it runs (wrapped in
     // MULTI/EXEC when there are several), never as EVAL/FCALL itself.
     srv.prop.prevent();
     RUN.with(|c| c.set(&mut ctx as *mut RunCtx));
     // SAFETY: the VM belongs to this server and thread; `RUN` points at
-    // `ctx`, which outlives the call; `srv` is not used again until Lua returns.
-    unsafe {
+    // `ctx`, which outlives the call (the guard clears it first); `srv` is
+    // not used again until Lua returns.
+    let rc = unsafe {
         if !call.is_function {
             vm::set_keys_argv(l, &call.keys, &call.args);
         }
@@ -302,18 +393,37 @@ pub fn run(srv: &mut Server, caller: &mut Client, call: Call<'_>) {
         } else {
             0
         };
-        let rc = ffi::lua_pcall(l, nargs, 1, base + 1);
+        let rc = vm::guarded(l, || ffi::lua_pcall(l, nargs, 1, base + 1));
         busy::remove_hook(l);
         RUN.with(|c| c.set(std::ptr::null_mut()));
-        srv.prop.set_script_repl(true);
+        if let Some(payload) = ctx.panic.take() {
+            // A panic caught at a C boundary (see `no_unwind`) goes on from
+            // here, with the VM consistent again.
+            ffi::lua_settop(l, base);
+            drop(guard);
+            std::panic::resume_unwind(payload);
+        }
         if rc == 0 {
-            convert::reply_from_lua(l, &mut caller.reply, ctx.resp);
+            let mut errors = Vec::new();
+            convert::reply_from_lua(l, &mut caller.reply, ctx.resp, &mut errors);
+            for code in errors {
+                srv.stats.error(code);
+            }
         } else {
             convert::reply_error(l, &mut caller.reply, &ctx.name, srv);
         }
         ffi::lua_settop(l, base);
-    }
+        rc
+    };
+    drop(guard);
     let s = &mut srv.ext.script;
+    if rc != 0 {
+        // A failed script leaves its garbage behind; when it ran out of
+        // memory, Lua 5.1 (which has no emergency collection) would fail
+        // every later allocation until its GC threshold, set past the cap,
+        // is reached. Collect now, so the failure stays this script's own.
+        collect_after_failure(l, rc);
+    }
     // Redis's LUA_GC_CYCLE_PERIOD: a GC step of 50 every 50 calls.
     s.calls += 1;
     if s.calls >= 50 {
@@ -322,8 +432,47 @@ pub fn run(srv: &mut Server, caller: &mut Client, call: Call<'_>) {
             vm.gc_step();
         }
     }
-    sc.reply.buf.clear();
-    s.client = Some(sc);
+}
+
+/// A full collection after a script failed with memory past half the cap
+/// or out of memory (Lua's `LUA_ERRMEM`), and the `redis.call` scratch
+/// buffers it may have grown given back.
+fn collect_after_failure(l: lua::State, rc: std::ffi::c_int) {
+    // SAFETY: no script runs now; the state is consistent (pcall returned).
+    unsafe {
+        let kb = ffi::lua_gc(l, ffi::LUA_GCCOUNT, 0) as usize;
+        if rc == ffi::LUA_ERRMEM || kb * 1024 > vm::MEMORY_LIMIT / 2 {
+            ffi::lua_gc(l, ffi::LUA_GCCOLLECT, 0);
+            redis_lib::release_scratch();
+        }
+    }
+}
+
+/// Runs `f` (server code called from a Lua C function) so that no panic
+/// unwinds through Lua's C frames: a panic is kept in the running script's
+/// context, the script is stopped as by SCRIPT KILL, and [`run`] resumes the
+/// panic once Lua has returned. None when `f` panicked (the caller raises a
+/// Lua error then).
+///
+/// # Safety
+/// Called from a C function of the VM `l`, on the data thread.
+pub unsafe fn no_unwind<R>(l: lua::State, f: impl FnOnce() -> R) -> Option<R> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => Some(r),
+        Err(payload) => {
+            match run_ctx() {
+                Some(run) => {
+                    run.panic.get_or_insert(payload);
+                    busy::stop_on_every_line(l);
+                }
+                // Not inside a script (a library loading): nothing can
+                // carry the panic further, so it is logged and answered as
+                // a Lua error.
+                None => crate::log::warning("A panic in a Lua C function was stopped"),
+            }
+            None
+        }
+    }
 }
 
 /// Looks up a cached script: its compiled function, name and shebang flags.

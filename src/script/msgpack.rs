@@ -108,8 +108,24 @@ fn header(out: &mut Vec<u8>, n: usize, fix: u8, b16: u8, b32: u8) {
     }
 }
 
-/// lua-cmsgpack's `table_is_an_array`: keys are exactly 1..n.
-unsafe fn is_array(l: State) -> bool {
+/// Why encoding stopped: the `luaL_checkstack` message lua-cmsgpack gives.
+type Overflow = &'static std::ffi::CStr;
+
+/// Room for `n` more slots, or the overflow `msg`. Our stack heights are
+/// lua-cmsgpack's, so this fails exactly where its `luaL_checkstack` does.
+unsafe fn room(l: State, n: c_int, msg: Overflow) -> Result<(), Overflow> {
+    if ffi::lua_checkstack(l, n) == 0 {
+        Err(msg)
+    } else {
+        Ok(())
+    }
+}
+
+/// lua-cmsgpack's `table_is_an_array`: keys are exactly 1..n. The C code
+/// iterates in the stack's slack without asking for room; we must ask, so
+/// a table exactly at the stack limit fails here (as a map would next).
+unsafe fn is_array(l: State) -> Result<bool, Overflow> {
+    room(l, 2, c"in function mp_encode_lua_table_as_map")?;
     let top = ffi::lua_gettop(l);
     let (mut count, mut max) = (0i64, 0i64);
     ffi::lua_pushnil(l);
@@ -118,17 +134,17 @@ unsafe fn is_array(l: State) -> bool {
         let n = ffi::lua_tonumber(l, -1);
         if ffi::lua_type(l, -1) != ffi::LUA_TNUMBER || n <= 0.0 || (n as i32) as f64 != n {
             ffi::lua_settop(l, top);
-            return false;
+            return Ok(false);
         }
         max = max.max(n as i64);
         count += 1;
     }
     ffi::lua_settop(l, top);
-    max == count
+    Ok(max == count)
 }
 
 /// Encodes the value on top of the stack.
-unsafe fn encode(l: State, out: &mut Vec<u8>, level: usize) {
+unsafe fn encode(l: State, out: &mut Vec<u8>, level: usize) -> Result<(), Overflow> {
     let mut t = ffi::lua_type(l, -1);
     if t == ffi::LUA_TTABLE && level == MAX_NESTING {
         t = ffi::LUA_TNIL;
@@ -142,16 +158,17 @@ unsafe fn encode(l: State, out: &mut Vec<u8>, level: usize) {
         }),
         ffi::LUA_TNUMBER => encode_number(out, ffi::lua_tonumber(l, -1)),
         ffi::LUA_TTABLE => {
-            ffi::luaL_checkstack(l, 3, std::ptr::null());
-            if is_array(l) {
+            if is_array(l)? {
                 let len = ffi::lua_objlen(l, -1);
                 header(out, len, 0x90, 0xdc, 0xdd);
+                room(l, 1, c"in function mp_encode_lua_table_as_array")?;
                 for j in 1..=len {
                     ffi::lua_rawgeti_(l, -1, j as _);
-                    encode(l, out, level + 1);
+                    encode(l, out, level + 1)?;
                     ffi::lua_pop(l, 1);
                 }
             } else {
+                room(l, 3, c"in function mp_encode_lua_table_as_map")?;
                 let mut n = 0;
                 ffi::lua_pushnil(l);
                 while ffi::lua_next(l, -2) != 0 {
@@ -162,44 +179,57 @@ unsafe fn encode(l: State, out: &mut Vec<u8>, level: usize) {
                 ffi::lua_pushnil(l);
                 while ffi::lua_next(l, -2) != 0 {
                     ffi::lua_pushvalue(l, -2);
-                    encode(l, out, level + 1);
+                    encode(l, out, level + 1)?;
                     ffi::lua_pop(l, 1);
-                    encode(l, out, level + 1);
+                    encode(l, out, level + 1)?;
                     ffi::lua_pop(l, 1);
                 }
             }
         }
         _ => out.push(0xc0),
     }
+    Ok(())
 }
 
+/// `cmsgpack.pack(...)`: each argument packed and pushed, then all
+/// concatenated, as lua-cmsgpack does (so its stack limits are ours).
 unsafe extern "C-unwind" fn pack(l: State) -> c_int {
     let n = ffi::lua_gettop(l);
     if n == 0 {
         return ffi::luaL_argerror(l, 0, c"MessagePack pack needs input.".as_ptr());
     }
-    ffi::luaL_checkstack(l, n + 4, std::ptr::null());
+    if ffi::lua_checkstack(l, n) == 0 {
+        return ffi::luaL_argerror(l, 0, c"Too many arguments for MessagePack pack.".as_ptr());
+    }
     let mut out = Vec::new();
     for i in 1..=n {
-        ffi::lua_pushvalue(l, i);
-        encode(l, &mut out, 0);
+        let r = room(l, 1, c"in function mp_check").and_then(|()| {
+            ffi::lua_pushvalue(l, i);
+            encode(l, &mut out, 0)
+        });
+        if let Err(msg) = r {
+            drop(out);
+            return lua::stack_overflow(l, msg);
+        }
         ffi::lua_pop(l, 1);
+        push_bytes(l, &out);
+        out.clear();
     }
-    push_bytes(l, &out);
+    drop(out);
+    ffi::lua_concat(l, n);
     1
 }
 
 // ---------------------------------------------------------------- unpack
+//
+// A port of `mp_decode_to_lua_type`: values go onto the Lua stack as they
+// are read, so the errors come in Redis's order (a nil map key raises
+// "table index is nil" from `lua_settable` before a later truncation is
+// seen; the stack limit raises Lua's "stack overflow (...)"). The frames
+// below hold only borrowed data and numbers: a Lua error raised inside
+// them skips nothing that needs dropping.
 
-enum V {
-    Nil,
-    Bool(bool),
-    Num(f64),
-    Str(usize, usize),
-    Arr(Vec<V>),
-    Map(Vec<(V, V)>),
-}
-
+/// A decoding failure reported by `mp_unpack_full` once decoding stopped.
 enum DErr {
     Eof,
     BadFmt,
@@ -210,7 +240,7 @@ struct Cur<'a> {
     p: usize,
 }
 
-impl Cur<'_> {
+impl<'a> Cur<'a> {
     fn need(&self, n: usize) -> Result<(), DErr> {
         if self.s.len() - self.p < n {
             Err(DErr::Eof)
@@ -219,124 +249,120 @@ impl Cur<'_> {
         }
     }
 
-    fn take(&mut self, n: usize) -> Result<&[u8], DErr> {
-        self.need(n)?;
-        let b = &self.s[self.p..self.p + n];
-        self.p += n;
-        Ok(b)
+    /// Bytes `from..from + n` after the type byte (`need` checked them).
+    fn at(&self, from: usize, n: usize) -> &'a [u8] {
+        &self.s[self.p + from..self.p + from + n]
     }
 
-    fn be(&mut self, n: usize) -> Result<u64, DErr> {
-        Ok(self.take(n)?.iter().fold(0u64, |a, &b| (a << 8) | b as u64))
-    }
-
-    fn str(&mut self, len: usize) -> Result<V, DErr> {
-        self.need(len)?;
-        let v = V::Str(self.p, len);
-        self.p += len;
-        Ok(v)
-    }
-
-    fn arr(&mut self, n: usize) -> Result<V, DErr> {
-        let mut items = Vec::with_capacity(n.min(1024));
-        for _ in 0..n {
-            items.push(self.value()?);
-        }
-        Ok(V::Arr(items))
-    }
-
-    fn map(&mut self, n: usize) -> Result<V, DErr> {
-        let mut items = Vec::with_capacity(n.min(1024));
-        for _ in 0..n {
-            let k = self.value()?;
-            let v = self.value()?;
-            items.push((k, v));
-        }
-        Ok(V::Map(items))
-    }
-
-    fn value(&mut self) -> Result<V, DErr> {
-        let b = self.take(1)?[0];
-        Ok(match b {
-            0x00..=0x7f => V::Num(b as f64),
-            0x80..=0x8f => self.map((b & 0x0f) as usize)?,
-            0x90..=0x9f => self.arr((b & 0x0f) as usize)?,
-            0xa0..=0xbf => self.str((b & 0x1f) as usize)?,
-            0xc0 => V::Nil,
-            0xc2 => V::Bool(false),
-            0xc3 => V::Bool(true),
-            0xc4 | 0xd9 => {
-                let n = self.be(1)? as usize;
-                self.str(n)?
-            }
-            0xc5 | 0xda => {
-                let n = self.be(2)? as usize;
-                self.str(n)?
-            }
-            0xc6 | 0xdb => {
-                let n = self.be(4)? as usize;
-                self.str(n)?
-            }
-            0xca => V::Num(f32::from_bits(self.be(4)? as u32) as f64),
-            0xcb => V::Num(f64::from_bits(self.be(8)?)),
-            0xcc => V::Num(self.be(1)? as f64),
-            0xcd => V::Num(self.be(2)? as f64),
-            0xce => V::Num(self.be(4)? as f64),
-            0xcf => V::Num(self.be(8)? as f64),
-            0xd0 => V::Num(self.be(1)? as u8 as i8 as f64),
-            0xd1 => V::Num(self.be(2)? as u16 as i16 as f64),
-            0xd2 => V::Num(self.be(4)? as u32 as i32 as f64),
-            0xd3 => V::Num(self.be(8)? as i64 as f64),
-            0xdc => {
-                let n = self.be(2)? as usize;
-                self.arr(n)?
-            }
-            0xdd => {
-                let n = self.be(4)? as usize;
-                self.arr(n)?
-            }
-            0xde => {
-                let n = self.be(2)? as usize;
-                self.map(n)?
-            }
-            0xdf => {
-                let n = self.be(4)? as usize;
-                self.map(n)?
-            }
-            0xe0..=0xff => V::Num(b as i8 as f64),
-            _ => return Err(DErr::BadFmt),
-        })
+    /// The big-endian number of `n` bytes after the type byte.
+    fn be(&self, n: usize) -> Result<u64, DErr> {
+        self.need(1 + n)?;
+        Ok(self.at(1, n).iter().fold(0u64, |a, &b| (a << 8) | b as u64))
     }
 }
 
-unsafe fn push_v(l: State, data: &[u8], v: &V) {
-    match v {
-        V::Nil => ffi::lua_pushnil(l),
-        V::Bool(b) => ffi::lua_pushboolean(l, *b as c_int),
-        V::Num(n) => ffi::lua_pushnumber(l, *n),
-        V::Str(p, n) => push_bytes(l, &data[*p..*p + *n]),
-        V::Arr(items) => {
-            ffi::luaL_checkstack(l, 3, std::ptr::null());
-            ffi::lua_createtable(l, items.len() as c_int, 0);
-            for (i, it) in items.iter().enumerate() {
-                push_v(l, data, it);
-                ffi::lua_rawseti_(l, -2, (i + 1) as _);
-            }
-        }
-        V::Map(items) => {
-            ffi::luaL_checkstack(l, 3, std::ptr::null());
-            ffi::lua_createtable(l, 0, items.len() as c_int);
-            for (k, val) in items {
-                push_v(l, data, k);
-                push_v(l, data, val);
-                if ffi::lua_type(l, -2) == ffi::LUA_TNIL {
-                    ffi::lua_pop(l, 2);
-                } else {
-                    ffi::lua_rawset(l, -3);
-                }
-            }
-        }
+/// Pushes a string of `len` bytes found `hdr` bytes after the type byte.
+unsafe fn push_str_at(l: State, c: &mut Cur<'_>, hdr: usize, len: usize) -> Result<(), DErr> {
+    c.need(hdr + len)?;
+    push_bytes(l, c.at(hdr, len));
+    c.p += hdr + len;
+    Ok(())
+}
+
+unsafe fn decode_array(l: State, c: &mut Cur<'_>, len: usize) -> Result<(), DErr> {
+    ffi::lua_createtable(l, 0, 0);
+    lua::check_stack(l, 1, c"in function mp_decode_to_lua_array");
+    for i in 1..=len {
+        ffi::lua_pushnumber(l, i as f64);
+        decode(l, c)?;
+        ffi::lua_settable(l, -3);
     }
+    Ok(())
+}
+
+unsafe fn decode_map(l: State, c: &mut Cur<'_>, len: usize) -> Result<(), DErr> {
+    ffi::lua_createtable(l, 0, 0);
+    for _ in 0..len {
+        decode(l, c)?;
+        decode(l, c)?;
+        // Raises "table index is nil" (or NaN) as in Redis.
+        ffi::lua_settable(l, -3);
+    }
+    Ok(())
+}
+
+/// Decodes one value onto the stack.
+unsafe fn decode(l: State, c: &mut Cur<'_>) -> Result<(), DErr> {
+    c.need(1)?;
+    lua::check_stack(
+        l,
+        1,
+        c"too many return values at once; use unpack_one or unpack_limit instead.",
+    );
+    let b = c.s[c.p];
+    // lua_pushunsigned is lua_pushinteger in Lua 5.1: through a signed 64-bit.
+    let int = |l: State, v: i64| ffi::lua_pushnumber(l, v as f64);
+    match b {
+        // uint 8/16/32/64 (0xcc..0xcf) and int 8/16/32/64 (0xd0..0xd3).
+        0xcc..=0xd3 => {
+            let w = 1usize << (b & 3);
+            let raw = c.be(w)?;
+            let shift = 64 - 8 * w as u32;
+            let v = if b >= 0xd0 {
+                ((raw << shift) as i64) >> shift
+            } else {
+                raw as i64
+            };
+            int(l, v);
+            c.p += 1 + w;
+        }
+        0xc0 => {
+            ffi::lua_pushnil(l);
+            c.p += 1;
+        }
+        0xc3 | 0xc2 => {
+            ffi::lua_pushboolean(l, (b == 0xc3) as c_int);
+            c.p += 1;
+        }
+        0xca => {
+            ffi::lua_pushnumber(l, f32::from_bits(c.be(4)? as u32) as f64);
+            c.p += 5;
+        }
+        0xcb => {
+            ffi::lua_pushnumber(l, f64::from_bits(c.be(8)?));
+            c.p += 9;
+        }
+        0xd9 => push_str_at(l, c, 2, c.be(1)? as usize)?,
+        0xda => push_str_at(l, c, 3, c.be(2)? as usize)?,
+        0xdb => push_str_at(l, c, 5, c.be(4)? as usize)?,
+        0xdc..=0xdf => {
+            let w = if b & 1 == 0 { 2 } else { 4 };
+            let n = c.be(w)? as usize;
+            c.p += 1 + w;
+            if b <= 0xdd {
+                decode_array(l, c, n)?;
+            } else {
+                decode_map(l, c, n)?;
+            }
+        }
+        0x00..=0x7f | 0xe0..=0xff => {
+            // Positive and negative fixnums.
+            int(l, b as i8 as i64);
+            c.p += 1;
+        }
+        0xa0..=0xbf => push_str_at(l, c, 1, (b & 0x1f) as usize)?,
+        0x90..=0x9f => {
+            c.p += 1;
+            decode_array(l, c, (b & 0x0f) as usize)?;
+        }
+        0x80..=0x8f => {
+            c.p += 1;
+            decode_map(l, c, (b & 0x0f) as usize)?;
+        }
+        // bin, ext and the reserved byte: lua-cmsgpack 0.4.0 knows none.
+        _ => return Err(DErr::BadFmt),
+    }
+    Ok(())
 }
 
 /// lua-cmsgpack's `mp_unpack_full`: the string is argument 1.
@@ -346,63 +372,58 @@ unsafe fn unpack_full(l: State, limit: i64, offset: i64) -> c_int {
     let len = data.len() as i64;
     let decode_all = limit == 0 && offset == 0;
     if offset < 0 || limit < 0 {
-        return lua::raise_msg(
-            l,
-            &format!("Invalid request to unpack with offset of {offset} and limit of {len}."),
+        // Redis prints the length where it says limit (and both as C ints).
+        let msg = format!(
+            "Invalid request to unpack with offset of {} and limit of {}.",
+            offset as i32, len as i32
         );
+        return lua::raise_msg_owned(l, msg);
     } else if offset > len {
-        return lua::raise_msg(
-            l,
-            &format!("Start offset {offset} greater than input length {len}."),
+        let msg = format!(
+            "Start offset {} greater than input length {}.",
+            offset as i32, len as i32
         );
+        return lua::raise_msg_owned(l, msg);
     }
-    let limit = if decode_all { i64::MAX } else { limit };
-    let mut cur = Cur {
+    let limit = if decode_all {
+        i64::from(i32::MAX)
+    } else {
+        limit
+    };
+    let mut c = Cur {
         s: data,
         p: offset as usize,
     };
-    let mut vals = Vec::new();
-    let mut err = None;
-    while cur.p < data.len() && (vals.len() as i64) < limit {
-        match cur.value() {
-            Ok(v) => vals.push(v),
-            Err(e) => {
-                err = Some(e);
-                break;
-            }
+    let mut cnt: c_int = 0;
+    while c.p < data.len() && i64::from(cnt) < limit {
+        if let Err(e) = decode(l, &mut c) {
+            // What was decoded goes: the message needs room on a full stack.
+            ffi::lua_settop(l, 0);
+            return lua::raise_msg(
+                l,
+                match e {
+                    DErr::Eof => "Missing bytes in input.",
+                    DErr::BadFmt => "Bad data format in input.",
+                },
+            );
         }
+        cnt += 1;
     }
-    if let Some(e) = err {
-        drop(vals);
-        return lua::raise_msg(
-            l,
-            match e {
-                DErr::Eof => "Missing bytes in input.",
-                DErr::BadFmt => "Bad data format in input.",
-            },
-        );
-    }
-    let left = data.len() - cur.p;
-    if ffi::lua_checkstack(l, vals.len() as c_int + 2) == 0 {
-        drop(vals);
-        return lua::raise_msg(l, "too many items to unpack");
-    }
-    let mut n = vals.len() as c_int;
     if !decode_all {
-        ffi::lua_pushnumber(l, if left == 0 { -1.0 } else { cur.p as f64 });
-        n += 1;
+        lua::check_stack(l, 1, c"in function mp_unpack_full");
+        let left = data.len() - c.p;
+        ffi::lua_pushnumber(l, if left == 0 { -1.0 } else { c.p as f64 });
+        ffi::lua_insert(l, 2);
+        cnt += 1;
     }
-    for v in &vals {
-        push_v(l, data, v);
-    }
-    drop(vals);
-    n
+    cnt
 }
 
 unsafe extern "C-unwind" fn unpack(l: State) -> c_int {
     unpack_full(l, 0, 0)
 }
 
+/// `luaL_optinteger(L, idx, 0)`.
 unsafe fn opt_int(l: State, idx: c_int) -> i64 {
     if ffi::lua_type(l, idx) <= ffi::LUA_TNIL {
         0

@@ -100,6 +100,12 @@ thread_local! {
     static SCRATCH: Cell<ArgBuf> = const { Cell::new((Vec::new(), Vec::new())) };
 }
 
+/// Gives back the scratch buffers (after a failed script, which may have
+/// grown them with huge arguments).
+pub fn release_scratch() {
+    SCRATCH.with(|c| drop(c.take()));
+}
+
 /// Reads the Lua arguments into `buf`/`ranges` as Redis's
 /// `luaArgsToRedisArgv` does: strings as they are, numbers as `%.17g`.
 unsafe fn read_args(
@@ -149,15 +155,21 @@ unsafe fn execute(l: State) -> bool {
         .map_err(Cow::Borrowed)
         .and_then(|()| {
             let args = Args::new(&buf, &ranges);
+            #[cfg(test)]
+            super::tests::panic_if_asked(&args, b"__panic_through_lua__");
             let caller = Caller::Script {
                 read_only: run.read_only,
             };
             match gate::check(&*run.srv, &*run.client, &args, caller) {
-                Verdict::Run(cmd) => Ok(cmd),
+                // The script stage never queues or postpones (the script as a
+                // whole passed its caller's gate); were it to, run the command:
+                // a script cannot wait, and a panic here would cross Lua's frames.
+                Verdict::Run(cmd) | Verdict::Queue(cmd) => Ok(cmd),
                 Verdict::Reject(_, r) => Err(Cow::Owned(format!("-{}", r.error().text()))),
-                Verdict::Queue(_) | Verdict::Postpone => {
-                    unreachable!("a script's commands run or are refused")
-                }
+                Verdict::Postpone => Err(Cow::Owned(format!(
+                    "-{}",
+                    crate::error::Error::msg("command postponed inside a script").text()
+                ))),
             }
         });
     let cmd = match checked {
@@ -175,11 +187,18 @@ unsafe fn execute(l: State) -> bool {
     let client = &mut *run.client;
     client.reply.resp = run.resp;
     client.reply.buf.clear();
-    {
+    let done = super::no_unwind(l, || {
         let args = Args::new(&buf, &ranges);
+        #[cfg(test)]
+        super::tests::panic_if_asked(&args, b"__panic__");
         dispatch::call(srv, client, cmd, &args, true);
-    }
+    });
     SCRATCH.with(|c| c.set((buf, ranges)));
+    if done.is_none() {
+        client.reply.buf.clear();
+        push_error(l, b"Script stopped: the server hit an internal error");
+        return true;
+    }
     let is_err = super::convert::push_resp(l, &client.reply.buf);
     client.reply.buf.clear();
     is_err

@@ -25,6 +25,11 @@ enum SErr {
 }
 
 unsafe fn raise(l: State, e: SErr) -> c_int {
+    if !matches!(e, SErr::Type(..)) {
+        // Values unpacked so far go: the message needs room on a full
+        // stack (a type error names an argument, and comes before any push).
+        ffi::lua_settop(l, 0);
+    }
     match e {
         SErr::Arg(idx, msg) => {
             lua::push_str(l, &msg);
@@ -161,12 +166,11 @@ unsafe fn pack_inner(l: State, out: &mut Vec<u8>) -> Result<(), SErr> {
             b'b' | b'B' | b'h' | b'H' | b'l' | b'L' | b'T' | b'i' | b'I' => {
                 let n = check_number(l, arg)?;
                 arg += 1;
+                // putinteger: negatives through a signed cast.
                 let mut v: u64 = if n < 0.0 {
                     super::lua::num_to_i64(n) as u64
-                } else if n >= 18_446_744_073_709_551_616.0 || n.is_nan() {
-                    1u64 << 63
                 } else {
-                    n as u64
+                    c_double_to_u64(n)
                 };
                 let mut buf = [0u8; MAXINTSIZE];
                 if h.little {
@@ -238,30 +242,72 @@ unsafe extern "C-unwind" fn pack(l: State) -> c_int {
     }
 }
 
-/// Decoded values of `unpack`, pushed once decoding succeeded.
-enum Out {
-    Num(f64),
-    Str(usize, usize),
+/// Lua 5.1's `luaL_checkinteger`/`luaL_optinteger` (default 1) at `arg`:
+/// the number truncated as C's `(ptrdiff_t)` cast does.
+unsafe fn opt_integer(l: State, arg: c_int) -> Result<i64, SErr> {
+    if ffi::lua_type(l, arg) <= ffi::LUA_TNIL {
+        return Ok(1);
+    }
+    check_number(l, arg).map(super::lua::num_to_i64)
 }
 
-unsafe fn unpack_inner(l: State, res: &mut Vec<Out>) -> Result<usize, SErr> {
+/// C's `(size_t)` / `(unsigned long long)` cast of a double as x86-64 code
+/// does it: below 2^63 (and NaN) a signed truncation, reinterpreted; from
+/// 2^63 on, the truncation of `d - 2^63` with the top bit flipped (so 2^64
+/// and beyond wrap to 0).
+fn c_double_to_u64(d: f64) -> u64 {
+    const TWO63: f64 = 9_223_372_036_854_775_808.0;
+    if d >= TWO63 {
+        (super::lua::num_to_i64(d - TWO63) as u64) ^ (1 << 63)
+    } else {
+        super::lua::num_to_i64(d) as u64
+    }
+}
+
+/// Reads one integer of `bytes.len()` bytes as `getinteger` does: only the
+/// last 64 bits survive the shifts, and the sign mask is shifted by
+/// `size * 8 - 1` modulo 64, as the x86-64 shift instruction takes it.
+fn get_integer(bytes: &[u8], little: bool, signed: bool) -> f64 {
+    let mut v: u64 = 0;
+    let mut add = |b: u8| v = (v << 8) | b as u64;
+    if little {
+        bytes.iter().rev().for_each(|&b| add(b));
+    } else {
+        bytes.iter().for_each(|&b| add(b));
+    }
+    if !signed {
+        return v as f64;
+    }
+    let shift = (bytes.len() as u32).wrapping_mul(8).wrapping_sub(1) & 63;
+    let mask = u64::MAX << shift;
+    if v & mask != 0 {
+        v |= mask;
+    }
+    v as i64 as f64
+}
+
+/// `struct.unpack(fmt, data [, pos])`, pushing each value as it is read
+/// (a `c0` takes its size from the value just pushed, as in C). Only
+/// borrowed data and plain numbers live in this frame, so a Lua error
+/// raised by a push skips nothing that needs dropping.
+unsafe fn unpack_inner(l: State) -> Result<c_int, SErr> {
     let fmt = check_string(l, 1)?;
     let data = check_string(l, 2)?;
     let ld = data.len();
-    let start = if ffi::lua_type(l, 3) <= ffi::LUA_TNIL {
-        1
-    } else {
-        check_number(l, 3)? as i64
-    };
-    let mut pos = (start - 1) as usize;
-    if start < 1 || pos > ld {
+    // A size_t: a negative offset wraps to a huge one, which then fails as
+    // "data string too short", as in Redis.
+    let mut pos = opt_integer(l, 3)? as u64 as usize;
+    if pos == 0 {
         return Err(SErr::Arg(3, "offset must be 1 or greater".into()));
     }
+    pos -= 1;
+    let mut n: c_int = 0;
     let mut f = Fmt { s: fmt, i: 0 };
     let mut h = Header {
         little: true,
         align: 1,
     };
+    let too_short = || SErr::Arg(2, "data string too short".into());
     while f.i < f.s.len() {
         let opt = f.s[f.i];
         f.i += 1;
@@ -269,110 +315,75 @@ unsafe fn unpack_inner(l: State, res: &mut Vec<Out>) -> Result<usize, SErr> {
             break;
         }
         let mut size = f.optsize(opt)?;
-        pos += toalign(pos, &h, opt, size);
+        pos = pos.wrapping_add(toalign(pos, &h, opt, size));
         if !(size <= ld && pos <= ld - size) {
-            return Err(SErr::Arg(2, "data string too short".into()));
+            return Err(too_short());
         }
+        lua::check_stack(l, 2, c"too many results");
         match opt {
             b'b' | b'B' | b'h' | b'H' | b'l' | b'L' | b'T' | b'i' | b'I' => {
-                let bytes = &data[pos..pos + size];
-                let mut v: u64 = 0;
-                if h.little {
-                    for &b in bytes.iter().rev() {
-                        v = (v << 8) | b as u64;
-                    }
-                } else {
-                    for &b in bytes {
-                        v = (v << 8) | b as u64;
-                    }
-                }
-                let n = if opt.is_ascii_lowercase() && size > 0 {
-                    let bits = (size * 8).min(64);
-                    let mask = if size * 8 > 64 {
-                        0
-                    } else {
-                        u64::MAX << (size * 8 - 1)
-                    };
-                    if bits < 64 && v & mask != 0 {
-                        v |= mask;
-                    }
-                    v as i64 as f64
-                } else {
-                    v as f64
-                };
-                res.push(Out::Num(n));
+                let v = get_integer(&data[pos..pos + size], h.little, opt.is_ascii_lowercase());
+                ffi::lua_pushnumber(l, v);
+                n += 1;
             }
             b'x' => {}
             b'f' => {
-                let mut b = [0u8; 4];
-                b.copy_from_slice(&data[pos..pos + 4]);
+                let b: [u8; 4] = data[pos..pos + 4].try_into().unwrap_or_default();
                 let v = if h.little {
                     f32::from_le_bytes(b)
                 } else {
                     f32::from_be_bytes(b)
                 };
-                res.push(Out::Num(v as f64));
+                ffi::lua_pushnumber(l, v as f64);
+                n += 1;
             }
             b'd' => {
-                let mut b = [0u8; 8];
-                b.copy_from_slice(&data[pos..pos + 8]);
+                let b: [u8; 8] = data[pos..pos + 8].try_into().unwrap_or_default();
                 let v = if h.little {
                     f64::from_le_bytes(b)
                 } else {
                     f64::from_be_bytes(b)
                 };
-                res.push(Out::Num(v));
+                ffi::lua_pushnumber(l, v);
+                n += 1;
             }
             b'c' => {
                 if size == 0 {
-                    match res.pop() {
-                        Some(Out::Num(n)) => size = n as usize,
-                        _ => return Err(SErr::Msg("format 'c0' needs a previous size".into())),
+                    // The previous value, a number or a numeric string.
+                    if n == 0 || ffi::lua_isnumber(l, -1) == 0 {
+                        return Err(SErr::Msg("format 'c0' needs a previous size".into()));
                     }
+                    size = c_double_to_u64(ffi::lua_tonumber(l, -1)) as usize;
+                    ffi::lua_pop(l, 1);
+                    n -= 1;
                     if !(size <= ld && pos <= ld - size) {
-                        return Err(SErr::Arg(2, "data string too short".into()));
+                        return Err(too_short());
                     }
                 }
-                res.push(Out::Str(pos, size));
+                push_bytes(l, &data[pos..pos + size]);
+                n += 1;
             }
             b's' => {
                 let Some(e) = data[pos..].iter().position(|&b| b == 0) else {
                     return Err(SErr::Msg("unfinished string in data".into()));
                 };
                 size = e + 1;
-                res.push(Out::Str(pos, e));
+                push_bytes(l, &data[pos..pos + e]);
+                n += 1;
             }
             _ => f.control(opt, &mut h)?,
         }
         pos += size;
     }
-    Ok(pos + 1)
+    // lua_pushinteger of a size_t: through ptrdiff_t.
+    ffi::lua_pushnumber(l, pos.wrapping_add(1) as i64 as f64);
+    Ok(n + 1)
 }
 
 unsafe extern "C-unwind" fn unpack(l: State) -> c_int {
-    let mut res = Vec::new();
-    match unpack_inner(l, &mut res) {
-        Ok(next) => {
-            let data = to_bytes(l, 2).unwrap_or_default();
-            if ffi::lua_checkstack(l, res.len() as c_int + 2) == 0 {
-                drop(res);
-                return raise(l, SErr::Msg("too many results".into()));
-            }
-            let n = res.len() as c_int;
-            for o in &res {
-                match *o {
-                    Out::Num(v) => ffi::lua_pushnumber(l, v),
-                    Out::Str(p, len) => push_bytes(l, &data[p..p + len]),
-                }
-            }
-            drop(res);
-            ffi::lua_pushnumber(l, next as f64);
-            n + 1
-        }
-        Err(e) => {
-            drop(res);
-            raise(l, e)
-        }
+    match unpack_inner(l) {
+        Ok(n) => n,
+        Err(e) => raise(l, e),
     }
 }
 
@@ -393,7 +404,7 @@ unsafe fn size_inner(l: State) -> Result<usize, SErr> {
         let size = f.optsize(opt)?;
         pos += toalign(pos, &h, opt, size);
         if opt == b's' {
-            return Err(SErr::Arg(1, "options 's' has no fixed size".into()));
+            return Err(SErr::Arg(1, "option 's' has no fixed size".into()));
         } else if opt == b'c' && size == 0 {
             return Err(SErr::Arg(1, "option 'c0' has no fixed size".into()));
         }

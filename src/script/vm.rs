@@ -2,13 +2,15 @@
 //! chunks (never bytecode), and the per-call globals KEYS and ARGV.
 
 use std::alloc::{self, Layout};
-use std::ffi::{c_char, c_int, c_void};
+use std::ffi::{c_int, c_void};
 
+use super::load::load_chunk;
 use super::lua::{self, ffi, push_bytes, push_str, to_bytes, State};
 
 /// Upper bound on the VM's memory; allocations past it fail with Lua's
-/// "not enough memory" error instead of exhausting the server.
-pub const MEMORY_LIMIT: usize = 1 << 30;
+/// "not enough memory" error instead of exhausting the server (Redis has no
+/// cap). Unit tests use a small one to reach it quickly.
+pub const MEMORY_LIMIT: usize = if cfg!(test) { 64 << 20 } else { 1 << 30 };
 
 const SANDBOX: &str = include_str!("../../lua/sandbox.lua");
 
@@ -20,10 +22,17 @@ const SLOT_REAL_G: i32 = -1;
 const SLOT_ERRH: i32 = -2;
 const SLOT_KEYS: i32 = -3;
 const SLOT_ARGV: i32 = -4;
+/// The read-only table `getmetatable(_G)` answers.
+const SLOT_G_MT: i32 = -5;
 
 struct AllocState {
     used: usize,
     limit: usize,
+    /// The limit applies only while Lua code runs under protection (see
+    /// [`guarded`]): the engine's own calls outside a pcall (luaL_ref and
+    /// unref, KEYS/ARGV tables) have no error handler to catch "not enough
+    /// memory", and Lua's default answer to that is exit(1).
+    enforce: bool,
 }
 
 /// One Lua state with the sandbox installed.
@@ -52,7 +61,7 @@ unsafe extern "C" fn lua_alloc(
         }
         return std::ptr::null_mut();
     }
-    if nsize > osize && a.used + (nsize - osize) > a.limit {
+    if a.enforce && nsize > osize && a.used + (nsize - osize) > a.limit {
         return std::ptr::null_mut();
     }
     let p = if ptr.is_null() {
@@ -68,6 +77,19 @@ unsafe extern "C" fn lua_alloc(
         a.used = a.used - osize + nsize;
     }
     p as *mut c_void
+}
+
+/// Runs `f` (a protected call into Lua: lua_pcall, lua_load) with the
+/// VM's memory limit enforced; outside it the limit is off (see `AllocState`).
+pub unsafe fn guarded<R>(l: State, f: impl FnOnce() -> R) -> R {
+    let mut ud = std::ptr::null_mut();
+    ffi::lua_getallocf(l, &mut ud);
+    let a = ud as *mut AllocState;
+    let was = (*a).enforce;
+    (*a).enforce = true;
+    let r = f();
+    (*a).enforce = was;
+    r
 }
 
 impl Drop for Vm {
@@ -93,12 +115,16 @@ impl Vm {
 
     /// A VM whose allocations stop at `limit` bytes.
     pub fn with_limit(limit: usize) -> Vm {
-        let a = Box::into_raw(Box::new(AllocState { used: 0, limit }));
+        let a = Box::into_raw(Box::new(AllocState {
+            used: 0,
+            limit,
+            enforce: false,
+        }));
         // SAFETY: a fresh state; everything below runs before any script.
         unsafe {
             let l = ffi::lua_newstate(lua_alloc, a as *mut c_void);
             assert!(!l.is_null(), "cannot create the Lua state");
-            ffi::luaL_openlibs(l);
+            super::load::open_libs(l);
             super::redis_lib::open(l);
             super::cjson::open(l);
             super::bit::open(l);
@@ -123,16 +149,18 @@ impl Vm {
                     ("next", safe_next),
                     ("pairs", safe_pairs),
                     ("setmetatable", safe_setmetatable),
-                    ("loadstring", safe_loadstring),
+                    ("getmetatable", safe_getmetatable),
                     ("pcall", redis_pcall),
                 ],
             );
             get_registry(l, REG_RO);
             lua::set_field(l, -2, "readonly");
-            if ffi::lua_pcall(l, 1, 2, 0) != 0 {
+            if ffi::lua_pcall(l, 1, 3, 0) != 0 {
                 panic!("sandbox.lua: {}", err_string(l));
             }
-            // The sandbox returns the error handler and the globals table.
+            // The sandbox returns the error handler, the globals table and
+            // the view getmetatable(_G) shows.
+            ffi::lua_rawseti_(l, ffi::LUA_REGISTRYINDEX, SLOT_G_MT as _);
             ffi::lua_rawseti_(l, ffi::LUA_REGISTRYINDEX, SLOT_REAL_G as _);
             ffi::lua_rawseti_(l, ffi::LUA_REGISTRYINDEX, SLOT_ERRH as _);
             push_str(l, "KEYS");
@@ -150,7 +178,7 @@ impl Vm {
     pub fn compile(&mut self, body: &[u8], name: &str) -> Result<i32, String> {
         // SAFETY: the state is ours; the stack is left balanced.
         unsafe {
-            if load_chunk(self.l, body, name) != 0 {
+            if guarded(self.l, || load_chunk(self.l, body, name)) != 0 {
                 let e = err_string(self.l);
                 ffi::lua_pop(self.l, 1);
                 return Err(e);
@@ -168,6 +196,14 @@ impl Vm {
     pub fn used_memory(&self) -> usize {
         // SAFETY: the allocator state lives as long as the VM.
         unsafe { (*self.alloc).used }
+    }
+
+    /// A full collection (no script runs now).
+    pub fn full_gc(&mut self) {
+        // SAFETY: the state is ours and idle.
+        unsafe {
+            ffi::lua_gc(self.l, ffi::LUA_GCCOLLECT, 0);
+        }
     }
 
     pub fn gc_step(&mut self) {
@@ -192,50 +228,6 @@ pub unsafe fn err_string(l: State) -> String {
         Some(b) => String::from_utf8_lossy(b).into_owned(),
         None => "unknown error".into(),
     }
-}
-
-struct Reader<'a> {
-    data: &'a [u8],
-    step: u8,
-}
-
-unsafe extern "C-unwind" fn reader(_l: State, ud: *mut c_void, size: *mut usize) -> *const c_char {
-    let r = &mut *(ud as *mut Reader);
-    match r.step {
-        0 => {
-            // An empty first piece makes Lua pick the text parser whatever
-            // the first byte is: bytecode never loads (Redis patches Lua
-            // for the same effect), and "\27Lua" fails as a syntax error.
-            r.step = 1;
-            *size = 0;
-            b"".as_ptr() as *const c_char
-        }
-        1 => {
-            r.step = 2;
-            *size = r.data.len();
-            r.data.as_ptr() as *const c_char
-        }
-        _ => {
-            *size = 0;
-            std::ptr::null()
-        }
-    }
-}
-
-/// Loads `body` as Lua source (never as bytecode) with chunk name `name`.
-/// Pushes the function, or the error message; returns Lua's status.
-pub unsafe fn load_chunk(l: State, body: &[u8], name: &str) -> c_int {
-    let mut r = Reader {
-        data: body,
-        step: 0,
-    };
-    let cname = std::ffi::CString::new(name.replace('\0', "")).unwrap_or_default();
-    ffi::lua_load(
-        l,
-        reader,
-        &mut r as *mut Reader as *mut c_void,
-        cname.as_ptr(),
-    )
 }
 
 /// Pushes the table behind the globals scripts see.
@@ -349,6 +341,16 @@ const READONLY_MSG: &str = "Attempt to modify a readonly table";
 
 /// `__index` of the globals: reading an undefined global is an error.
 unsafe extern "C-unwind" fn nonexistent_global(l: State) -> c_int {
+    // Reachable as getmetatable(_G).__index, so called by scripts directly.
+    if ffi::lua_gettop(l) != 2 {
+        return lua::raise_msg(l, "Wrong number of arguments to luaProtectedTableError");
+    }
+    if ffi::lua_isstring(l, 2) == 0 {
+        return lua::raise_msg(
+            l,
+            "Second argument to luaProtectedTableError must be a string or number",
+        );
+    }
     let name = to_bytes(l, 2).map(|b| String::from_utf8_lossy(b).into_owned());
     let msg = format!(
         "Script attempted to access nonexistent global variable '{}'",
@@ -424,6 +426,30 @@ unsafe extern "C-unwind" fn safe_setmetatable(l: State) -> c_int {
     1
 }
 
+/// `getmetatable(v)` as Redis shows it: Redis protects its tables with a
+/// read-only flag, ours are proxies, so a proxy answers what the table it
+/// stands for would: nil for a library, the (read-only) globals metatable
+/// for `_G`. Anything else as Lua's own.
+unsafe extern "C-unwind" fn safe_getmetatable(l: State) -> c_int {
+    ffi::luaL_checkany(l, 1);
+    if is_readonly(l, 1) {
+        push_globals(l);
+        lua::get_field(l, -1, "_G");
+        if ffi::lua_rawequal(l, 1, -1) != 0 {
+            ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, SLOT_G_MT as _);
+        } else {
+            ffi::lua_pushnil(l);
+        }
+        return 1;
+    }
+    if ffi::lua_getmetatable(l, 1) == 0 {
+        ffi::lua_pushnil(l);
+        return 1;
+    }
+    ffi::luaL_getmetafield(l, 1, c"__metatable".as_ptr());
+    1
+}
+
 /// Redis 7's `pcall`: as Lua's, except that an error table (what
 /// `redis.call` raises) comes back as its `err` string.
 unsafe extern "C-unwind" fn redis_pcall(l: State) -> c_int {
@@ -447,39 +473,6 @@ unsafe extern "C-unwind" fn redis_pcall(l: State) -> c_int {
     ffi::lua_gettop(l)
 }
 
-/// `loadstring(s [, chunkname])`, never loading bytecode.
-unsafe extern "C-unwind" fn safe_loadstring(l: State) -> c_int {
-    let s = ffi::luaL_checklstring(l, 1, std::ptr::null_mut());
-    let _ = s;
-    let body = to_bytes(l, 1).unwrap_or_default();
-    let name = match to_bytes(l, 2) {
-        Some(n) => n.to_vec(),
-        None => body.to_vec(),
-    };
-    // The chunk name is a C string: it stops at a NUL byte.
-    let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
-    let cname = std::ffi::CString::new(&name[..end]).unwrap_or_default();
-    drop(name);
-    let mut r = Reader {
-        data: body,
-        step: 0,
-    };
-    let rc = ffi::lua_load(
-        l,
-        reader,
-        &mut r as *mut Reader as *mut c_void,
-        cname.as_ptr(),
-    );
-    drop(cname);
-    if rc == 0 {
-        1
-    } else {
-        ffi::lua_pushnil(l);
-        ffi::lua_insert(l, -2);
-        2
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -493,7 +486,7 @@ mod tests {
             let base = ffi::lua_gettop(l);
             push_error_handler(l);
             ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, r as _);
-            let rc = ffi::lua_pcall(l, 0, 1, base + 1);
+            let rc = guarded(l, || ffi::lua_pcall(l, 0, 1, base + 1));
             let out = if rc == 0 {
                 Ok(err_string(l))
             } else if ffi::lua_type(l, -1) == ffi::LUA_TTABLE {
@@ -545,12 +538,5 @@ mod tests {
             run(&mut vm, "return tostring(rawget(redis, 1))").unwrap(),
             "nil"
         );
-    }
-
-    #[test]
-    fn bytecode_never_loads() {
-        let mut vm = Vm::new();
-        let e = vm.compile(b"\x1bLuaQ\x00", "@user_script").unwrap_err();
-        assert!(e.contains("unexpected symbol near 'char(27)'"), "{e}");
     }
 }

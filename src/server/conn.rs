@@ -204,6 +204,9 @@ fn process(
     // Idle time counts from the last batch of requests read (one clock
     // read per batch, as Redis uses its cached time).
     let mut touched = false;
+    // Bytes of this batch already run: Redis trims its query buffer after
+    // the batch, so CLIENT LIST's qbuf counts them during a command.
+    let mut ran = 0usize;
     loop {
         if c.blocked.is_some()
             || c.postponed
@@ -238,6 +241,7 @@ fn process(
                         c.last_interaction = std::time::Instant::now();
                         touched = true;
                     }
+                    c.qbuf = ran + inbuf.len();
                     if inline {
                         let argv = inline_argv(inbuf, ranges);
                         dispatch(srv, c, &argv.args());
@@ -251,6 +255,7 @@ fn process(
                     }
                 }
                 inbuf.advance(consumed);
+                ran += consumed;
             }
         }
     }

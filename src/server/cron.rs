@@ -58,4 +58,6 @@ fn active_expire(s: &mut Server) {
             break;
         }
     }
+    let ms = start.elapsed().as_millis() as u64;
+    crate::cmd::server::latency::monitor_sample(s, "expire-cycle", ms);
 }

@@ -7,6 +7,7 @@ pub mod cron;
 pub mod listener;
 pub mod monitor;
 pub mod notify;
+pub mod oom;
 pub mod propagate;
 pub mod pubsub;
 pub mod shutdown;
@@ -171,11 +172,16 @@ pub struct Ctx<'a> {
     /// True while running inside MULTI/EXEC or a script: blocking commands
     /// must not block there.
     pub in_exec: bool,
-    /// True while running on behalf of a script (redis.call).
-    pub in_script: bool,
 }
 
 impl<'a> Ctx<'a> {
+    /// True while running on behalf of a script (`redis.call`): the script's
+    /// own pseudo-client runs the command.
+    #[inline]
+    pub fn in_script(&self) -> bool {
+        self.client.conn_kind == client::ConnKind::Script
+    }
+
     /// The reply being written.
     #[inline]
     pub fn out(&mut self) -> &mut Reply {
@@ -199,7 +205,7 @@ impl<'a> Ctx<'a> {
     /// (see [`pubsub::hard_output_cap`]); none for a script's own client,
     /// which Redis never closes.
     pub fn reply_cap(&self) -> usize {
-        if self.in_script {
+        if self.in_script() {
             usize::MAX
         } else {
             pubsub::hard_output_cap(self.srv, self.client)

@@ -229,20 +229,25 @@ pub fn after_call(
     args: &crate::command::Args,
     ok: bool,
 ) {
-    if spec.has(crate::command::flags::READONLY) {
-        if c.tracking.is_some() {
-            remember_read(srv, c, spec, args);
-        } else if c.conn_kind == super::client::ConnKind::Script
-            && srv.ext.tracking.caller_tracks_reads
-        {
-            // A script's read is remembered for the client that ran it.
-            let id = srv.ext.tracking.caller;
-            let tr = &mut srv.ext.tracking;
-            for i in spec.key_positions(args) {
-                if tr.table.entry(args.at(i).to_vec()).or_default().insert(id) {
-                    tr.items += 1;
+    // The read-only script commands track nothing themselves: their keys
+    // are remembered when the script reads (Redis's call() excludes them).
+    if spec.has(crate::command::flags::READONLY)
+        && !matches!(spec.name, "eval_ro" | "evalsha_ro" | "fcall_ro")
+    {
+        if c.conn_kind == super::client::ConnKind::Script {
+            if srv.ext.tracking.caller_tracks_reads {
+                // A script that reads tracks every key it declared, for
+                // the client that ran it.
+                let id = srv.ext.tracking.caller;
+                let tr = &mut srv.ext.tracking;
+                for key in crate::script::declared_keys() {
+                    if tr.table.entry(key).or_default().insert(id) {
+                        tr.items += 1;
+                    }
                 }
             }
+        } else if c.tracking.is_some() {
+            remember_read(srv, c, spec, args);
         }
     }
     if ok
@@ -279,6 +284,20 @@ pub fn after_dispatch(c: &mut Client, args: &crate::command::Args) {
 /// (Redis's `trackingInvalidateKey`). `by` is the client that changed it
 /// (0 for expiry); `current` the client whose command is running.
 pub fn invalidate_key(srv: &mut Server, current: &mut Client, by: ClientId, key: &[u8]) {
+    let running = acting_client(srv, current);
+    invalidate_key_for(srv, current, by, key, Some(running));
+}
+
+/// [`invalidate_key`] with the client whose command is running, if any:
+/// that client's own invalidation waits for its reply, and NOLOOP skips it.
+/// None between commands (Redis's `current_client` is NULL in beforeSleep).
+fn invalidate_key_for(
+    srv: &mut Server,
+    current: &mut Client,
+    by: ClientId,
+    key: &[u8],
+    running: Option<ClientId>,
+) {
     let tr = &mut srv.ext.tracking;
     if !tr.prefixes.is_empty() {
         for (p, b) in tr.prefixes.iter_mut() {
@@ -291,15 +310,14 @@ pub fn invalidate_key(srv: &mut Server, current: &mut Client, by: ClientId, key:
         return;
     };
     tr.items -= ids.len();
-    let running = acting_client(srv, current);
     for id in ids {
         let Some(m) = mode(srv, current, id) else {
             continue;
         };
-        if m.bcast || (m.noloop && id == running) {
+        if m.bcast || (m.noloop && Some(id) == running) {
             continue;
         }
-        if id == running {
+        if Some(id) == running {
             srv.ext.tracking.pending.push((id, Some(key.to_vec())));
         } else {
             send(srv, current, id, Payload::Keys(&[key]));
@@ -405,7 +423,8 @@ fn limit_table(srv: &mut Server, current: &mut Client) {
         let Some(key) = srv.ext.tracking.table.keys().next().cloned() else {
             break;
         };
-        invalidate_key(srv, current, 0, &key);
+        // Between commands: no client is running, so NOLOOP skips nobody.
+        invalidate_key_for(srv, current, 0, &key, None);
         if srv.ext.tracking.table.len() <= max {
             srv.ext.tracking.over_limit_rounds = 0;
             return;

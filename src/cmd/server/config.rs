@@ -2,7 +2,7 @@
 
 use crate::command::flags::*;
 use crate::command::{Args, CommandSpec};
-use crate::config::{find_param, IMMUTABLE, PROTECTED};
+use crate::config::{find_param, HIDDEN, IMMUTABLE, PROTECTED};
 use crate::error::{CmdResult, Error};
 use crate::server::Ctx;
 use crate::types::glob;
@@ -58,7 +58,8 @@ fn get(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             }
             continue;
         }
-        for (p, _) in ctx.srv.config.all() {
+        // Hidden parameters need their exact name (handled above).
+        for (p, _) in ctx.srv.config.all().filter(|(p, _)| p.flags & HIDDEN == 0) {
             for name in std::iter::once(p.name).chain(p.alias) {
                 if found.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)) {
                     continue;
@@ -128,6 +129,18 @@ fn set(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         if let Err(why) = runtime_check(ctx, p.name, &before) {
             ctx.srv.config = before;
             return Err(set_failed(name, &why));
+        }
+    }
+    // The OOM score is written once per CONFIG SET, when either parameter
+    // changed; a failure restores the previous values and score.
+    let oom = ["oom-score-adj", "oom-score-adj-values"];
+    if let Some((name, _, _)) = pairs.iter().find(|(_, p, _)| oom.contains(&p.name)) {
+        if oom.iter().any(|n| ctx.srv.config.get(n) != before.get(n)) {
+            if let Err(why) = crate::server::oom::apply(&ctx.srv.config) {
+                ctx.srv.config = before;
+                let _ = crate::server::oom::apply(&ctx.srv.config);
+                return Err(set_failed(name, &why));
+            }
         }
     }
     after_set(ctx, &before);

@@ -1,6 +1,6 @@
 //! DEBUG subcommands the test suites lean on: DIGEST, DIGEST-VALUE (Redis's
 //! SHA1 dataset digest, byte for byte), PROTOCOL (one reply of each RESP
-//! type) and SET-ACTIVE-EXPIRE.
+//! type), SET-ACTIVE-EXPIRE and SET-DISABLE-DENY-SCRIPTS.
 
 use sha1::{Digest, Sha1};
 
@@ -30,6 +30,10 @@ pub fn run(ctx: &mut Ctx, sub: &[u8], args: &Args) -> Option<CmdResult> {
     } else if is("set-active-expire") && args.len() == 3 {
         // Redis reads the flag with atoi: any non-zero number turns it on.
         ctx.srv.active_expire = atoi(args.at(2)) != 0;
+        ctx.out().ok();
+    } else if is("set-disable-deny-scripts") && args.len() == 3 {
+        // Scripts may then call commands flagged noscript (a test hook).
+        ctx.srv.ext.script.allow_noscript = atoi(args.at(2)) != 0;
         ctx.out().ok();
     } else {
         return None;

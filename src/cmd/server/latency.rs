@@ -44,6 +44,13 @@ pub static SUBS: &[CommandSpec] = &[
         (0, 0, 0),
         histogram,
     ),
+    CommandSpec::new(
+        "latency|doctor",
+        2,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        (0, 0, 0),
+        doctor,
+    ),
     CommandSpec::new("latency|help", 2, LOADING | STALE, (0, 0, 0), help),
 ];
 
@@ -138,7 +145,7 @@ impl Histogram {
 }
 
 /// Histograms by command id (allocated on a command's first call), and the
-/// latency monitor's events (`command`, `fast-command`).
+/// latency monitor's events (`command`, `fast-command`, `expire-cycle`).
 #[derive(Default)]
 pub struct Latency {
     pub by_cmd: Vec<Option<Histogram>>,
@@ -146,7 +153,7 @@ pub struct Latency {
 }
 
 /// Adds a latency monitor sample when it reaches `latency-monitor-threshold`.
-fn monitor_sample(srv: &mut Server, event: &'static str, ms: u64) {
+pub fn monitor_sample(srv: &mut Server, event: &'static str, ms: u64) {
     let threshold = srv.config.latency_monitor_threshold;
     if threshold == 0 || ms < threshold {
         return;
@@ -224,6 +231,16 @@ fn help(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
 }
 
 /// ```text
+/// LATENCY DOCTOR
+/// ```
+/// Verbatim text: the latency monitor's report and advice.
+fn doctor(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
+    let report = super::latency_doctor::report(ctx.srv);
+    ctx.out().verbatim(report.as_bytes());
+    Ok(())
+}
+
+/// ```text
 /// LATENCY LATEST
 /// ```
 /// Array of `[event, unix time, latest ms, max ms]`, one per event.
@@ -297,21 +314,34 @@ fn reset(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// ```
 /// Map of command name → {calls, histogram_usec: {upper bound µs → cumulative
 /// calls}}, the bounds being powers of two from 1024 ns as Redis iterates them.
+/// Without names every command with calls; a name (`client`, `client|id`)
+/// gives that command and, for a container, its subcommands, in argument
+/// order (unknown names are skipped, repeated ones repeat, as in Redis).
 fn histogram(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let table = crate::command::table::table();
     let lat = &ctx.srv.ext.latency;
+    let with_calls = |id: usize| {
+        lat.by_cmd
+            .get(id)
+            .and_then(|h| h.as_ref())
+            .filter(|h| h.total > 0)
+            .map(|h| (table.all[id].name, h))
+    };
     let mut picked: Vec<(&'static str, &Histogram)> = Vec::new();
-    let wanted: Vec<Vec<u8>> = args.from(2).map(|a| a.to_ascii_lowercase()).collect();
-    for (id, h) in lat.by_cmd.iter().enumerate() {
-        let (Some(h), Some(spec)) = (h, table.all.get(id)) else {
-            continue;
+    if !args.has_more() {
+        picked.extend((0..table.all.len()).filter_map(with_calls));
+    }
+    for name in args.by_ref() {
+        let mut parts = name.split(|&b| b == b'|');
+        let found = match (parts.next(), parts.next(), parts.next()) {
+            (Some(cmd), None, _) => table.lookup(cmd),
+            (Some(cmd), Some(sub), None) => table.lookup_sub(cmd, sub),
+            _ => None,
         };
-        if h.total == 0 {
-            continue;
-        }
-        if wanted.is_empty() || wanted.iter().any(|w| w.as_slice() == spec.name.as_bytes()) {
-            picked.push((spec.name, h));
-        }
+        let Some(c) = found else { continue };
+        // A container's subcommands follow it in the table.
+        let subs = c.id + 1..c.id + 1 + c.spec.subcommands.len();
+        picked.extend(std::iter::once(c.id).chain(subs).filter_map(with_calls));
     }
     let out = &mut ctx.client.reply;
     out.map(picked.len());

@@ -8,6 +8,7 @@ mod debug;
 mod debug_more;
 pub mod info;
 pub mod latency;
+mod latency_doctor;
 pub mod slowlog;
 
 use crate::command::flags::*;

@@ -66,11 +66,23 @@ impl SlowLog {
 }
 
 /// Arguments Redis replaces by `(redacted)` in the slow log and MONITOR:
-/// passwords of AUTH, HELLO ... AUTH and MIGRATE ... AUTH/AUTH2.
+/// passwords of AUTH, HELLO ... AUTH and MIGRATE ... AUTH/AUTH2, and the
+/// values CONFIG SET gives sensitive parameters (masterauth, requirepass, ...).
 pub fn redacted(args: &Args) -> Vec<usize> {
     let name = args.at(0);
     let mut out = Vec::new();
-    if name.eq_ignore_ascii_case(b"auth") {
+    if name.eq_ignore_ascii_case(b"config")
+        && args.len() > 2
+        && args.at(1).eq_ignore_ascii_case(b"set")
+        && args.len().is_multiple_of(2)
+    {
+        for i in (2..args.len()).step_by(2) {
+            let param = crate::config::find_param(&String::from_utf8_lossy(args.at(i)));
+            if param.is_some_and(|p| p.flags & crate::config::SENSITIVE != 0) {
+                out.push(i + 1);
+            }
+        }
+    } else if name.eq_ignore_ascii_case(b"auth") {
         out.extend(1..args.len());
     } else if name.eq_ignore_ascii_case(b"hello") || name.eq_ignore_ascii_case(b"migrate") {
         let mut i = 1;
