@@ -133,6 +133,12 @@ def main():
                 if kind[0] in ("Int", "Memory", "MemoryPercent"):
                     lo = err(cmd(c, "CONFIG", "SET", name, "-9000000000000000000"))
                     hi = err(cmd(c, "CONFIG", "SET", name, "9000000000000000000"))
+                    if kind[0] != "Int":
+                        # A negative memory value fails as "not a memory value":
+                        # 0 finds the real lower bound (client-query-buffer-limit: 1mb).
+                        zero = err(cmd(c, "CONFIG", "SET", name, "0"))
+                        if zero and "must be between" in zero:
+                            lo = zero
                     kind = kind + (lo, hi)
                 if kind[0] == "MemoryPercent":
                     kind = kind + (err(cmd(c, "CONFIG", "SET", name, "9000000000000000000%")),)
@@ -155,6 +161,8 @@ def bounds(kind):
             lo, hi = int(m.group(1)), int(m.group(2))
     if kind[0] != "Int" and kind[1] and "memory" in kind[1]:
         lo = 0
+    if kind[0] != "Int" and kind[1] and (m := re.match(r"argument must be between (-?\d+) and", kind[1])):
+        lo = int(m.group(1))
     # Redis keeps a percentage as a negative number: the lower bound is minus
     # the largest percentage.
     if kind[0] == "MemoryPercent" and len(kind) > 3 and kind[3] and (

@@ -78,6 +78,7 @@ pub static ACTED: &[&str] = &[
     "loglevel",
     "dir",
     "proto-max-bulk-len",
+    "client-query-buffer-limit",
     "notify-keyspace-events",
     "hz",
     "slowlog-log-slower-than",
@@ -128,6 +129,8 @@ pub struct Config {
     pub logfile: Option<String>,
     pub loglevel: usize,
     pub proto_max_bulk_len: i64,
+    /// `client-query-buffer-limit`: a client whose unparsed input grows past it is closed.
+    pub client_query_buffer_limit: u64,
     pub notify_flags: u32,
     pub hz: u32,
     /// Microseconds; negative disables the slow log, 0 logs every command.
@@ -175,6 +178,7 @@ impl Default for Config {
             logfile: None,
             loglevel: 2,
             proto_max_bulk_len: 512 * 1024 * 1024,
+            client_query_buffer_limit: 1024 * 1024 * 1024,
             notify_flags: 0,
             hz: 10,
             slowlog_log_slower_than: 10000,
@@ -408,6 +412,7 @@ impl Config {
             "logfile" => self.logfile = opt(&v),
             "loglevel" => self.loglevel = LOGLEVELS.iter().position(|l| *l == v).unwrap_or(2),
             "proto-max-bulk-len" => self.proto_max_bulk_len = int(),
+            "client-query-buffer-limit" => self.client_query_buffer_limit = int().max(0) as u64,
             "notify-keyspace-events" => {
                 self.notify_flags = notify::parse_flags(v.as_bytes()).unwrap_or(0)
             }

@@ -123,6 +123,8 @@ pub enum Rejection {
     Unknown(Error),
     /// Arity: `wrong number of arguments for '<cmd>' command`.
     Arity(&'static str),
+    /// Protected: DEBUG while `enable-debug-command` refuses it (before auth).
+    Protected,
     /// Auth: the connection has not authenticated.
     NoAuth,
     /// No-multi: a `no_multi` command inside MULTI.
@@ -153,6 +155,7 @@ impl Rejection {
         match self {
             Rejection::Unknown(e) => e.clone(),
             Rejection::Arity(cmd) => Error::Arity((*cmd).into()),
+            Rejection::Protected => Error::msg(crate::cmd::server::debug::DEBUG_REFUSED),
             Rejection::NoAuth => Error::NoAuth,
             Rejection::NoMulti => Error::msg("Command not allowed inside a transaction"),
             Rejection::Oom => Error::Oom,
@@ -193,6 +196,73 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// A malformed request: answered `-ERR Protocol error: ...`, then the
+/// connection closes (Redis's `setProtocolError`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProtocolError {
+    TooBigInline,
+    UnbalancedQuotes,
+    TooBigMbulkCount,
+    InvalidMbulkCount,
+    UnauthMbulkCount,
+    TooBigBulkCount,
+    /// The byte found where a `$` header must start.
+    ExpectedDollar(u8),
+    InvalidBulkLength,
+    UnauthBulkLength,
+}
+
+impl ProtocolError {
+    /// The reply without `-` (bytes: the offending byte goes out as it came, as C's `%c`).
+    pub fn reply(&self) -> Vec<u8> {
+        let detail: &str = match self {
+            ProtocolError::TooBigInline => "too big inline request",
+            ProtocolError::UnbalancedQuotes => "unbalanced quotes in request",
+            ProtocolError::TooBigMbulkCount => "too big mbulk count string",
+            ProtocolError::InvalidMbulkCount => "invalid multibulk length",
+            ProtocolError::UnauthMbulkCount => "unauthenticated multibulk length",
+            ProtocolError::TooBigBulkCount => "too big bulk count string",
+            ProtocolError::ExpectedDollar(b) => {
+                let mut v = b"ERR Protocol error: expected '$', got '".to_vec();
+                v.push(*b);
+                v.push(b'\'');
+                return v;
+            }
+            ProtocolError::InvalidBulkLength => "invalid bulk length",
+            ProtocolError::UnauthBulkLength => "unauthenticated bulk length",
+        };
+        format!("ERR Protocol error: {detail}").into_bytes()
+    }
+
+    /// Redis's shorter reason, for the log line.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            ProtocolError::TooBigInline => "too big inline request",
+            ProtocolError::UnbalancedQuotes => "unbalanced quotes in inline request",
+            ProtocolError::TooBigMbulkCount => "too big mbulk count string",
+            ProtocolError::InvalidMbulkCount => "invalid mbulk count",
+            ProtocolError::UnauthMbulkCount => "unauth mbulk count",
+            ProtocolError::TooBigBulkCount => "too big bulk count string",
+            ProtocolError::ExpectedDollar(_) => "expected $ but got something else",
+            ProtocolError::InvalidBulkLength => "invalid bulk length",
+            ProtocolError::UnauthBulkLength => "unauth bulk length",
+        }
+    }
+}
+
+impl Error {
+    /// A command that panicked (a bug) and was stopped (see `server::fault`).
+    /// Redis has no such reply: it would have crashed.
+    pub fn internal(cmd: &str) -> Error {
+        Error::Msg(
+            format!(
+                "internal error in '{cmd}' command, the command was not completed (see the server log)"
+            )
+            .into(),
+        )
+    }
+}
 
 /// Texts of `ERR` errors raised from one place each, for `Error::msg`.
 pub mod text {

@@ -19,6 +19,8 @@ pub mod command;
 pub mod config;
 pub mod db;
 pub mod error;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 pub mod log;
 pub mod resp;
 pub mod script;

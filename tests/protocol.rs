@@ -186,3 +186,111 @@ fn quit_replies_then_closes() {
     assert_eq!(r.read_raw(), b"+OK\r\n");
     assert!(r.closed_within(Duration::from_secs(5)));
 }
+
+/// `client-query-buffer-limit`: input a client sends that is not parsed
+/// into arguments yet counts; past the limit the client is closed (no reply,
+/// a log line), as redis-server 7.0.15 does with the same requests.
+#[test]
+fn query_buffer_limit_closes_clients_that_send_too_much_unparsed_input() {
+    let h = common::start_with(&["--client-query-buffer-limit", "1mb"]);
+    // Blocked in BLPOP and still sending: everything sent stays unparsed.
+    let mut blocked = Raw::connect(&h);
+    blocked.send(b"BLPOP q 0\r\n");
+    let mut other = Raw::connect(&h);
+    other.cmd(&[b"PING"]);
+    assert_eq!(other.read_raw(), b"+PONG\r\n");
+    let chunk = b"PING\r\n".repeat(10_000);
+    for _ in 0..40 {
+        if std::io::Write::write_all(&mut blocked.s, &chunk).is_err() {
+            break;
+        }
+    }
+    assert!(blocked.closed_within(Duration::from_secs(10)));
+    // One argument bigger than the limit.
+    let mut big = Raw::connect(&h);
+    let mut req = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2000000\r\n".to_vec();
+    req.resize(req.len() + 2_000_002, b'x');
+    let _ = std::io::Write::write_all(&mut big.s, &req);
+    assert!(big.closed_within(Duration::from_secs(10)));
+    // Arguments already parsed do not count: 7 MB of one-byte arguments pass.
+    let mut many = Raw::connect(&h);
+    let mut req = b"*1000001\r\n$3\r\nDEL\r\n".to_vec();
+    for _ in 0..1_000_000 {
+        req.extend_from_slice(b"$1\r\na\r\n");
+    }
+    many.send(&req);
+    assert_eq!(many.read_raw(), b":0\r\n");
+    // Neither does a pipeline, run as it is read.
+    let mut pipe = Raw::connect(&h);
+    pipe.send(&b"PING\r\n".repeat(300_000));
+    for _ in 0..300_000 {
+        assert_eq!(pipe.read_raw(), b"+PONG\r\n");
+    }
+    other.cmd(&[b"CLIENT", b"LIST"]);
+    let list = other.read_raw();
+    assert_eq!(
+        String::from_utf8_lossy(&list).matches("id=").count(),
+        3,
+        "{}",
+        String::from_utf8_lossy(&list)
+    );
+}
+
+/// Inline requests split as Redis's `sdssplitargs` does: form feed and
+/// vertical tab separate words only before a word starts, a quote may open
+/// in the middle of a word. Replies as redis-server 7.0.15 gave them.
+#[test]
+fn inline_requests_split_as_redis_does() {
+    let h = start();
+    let mut r = Raw::connect(&h);
+    r.send(b"ECHO\x0ca\r\n\x0c\x0bPING\r\nECHO a\x0bb\r\nECHO a\"b c\"\r\nECHO a'b c'\r\nECHO \"a\"\x0cb\r\n");
+    assert_eq!(
+        r.read_raw(),
+        b"-ERR unknown command 'ECHO\x0ca', with args beginning with: \r\n"
+    );
+    assert_eq!(r.read_raw(), b"+PONG\r\n");
+    assert_eq!(r.read_raw(), b"$3\r\na\x0bb\r\n");
+    assert_eq!(r.read_raw(), b"$4\r\nab c\r\n");
+    assert_eq!(r.read_raw(), b"$4\r\nab c\r\n");
+    assert_eq!(
+        r.read_raw(),
+        b"-ERR wrong number of arguments for 'echo' command\r\n"
+    );
+}
+
+/// Redis finds the end of a request line with `strchr`, which stops at a
+/// NUL byte: a line holding one never ends, and nothing after it runs, until
+/// more than 64 KiB wait (then the inline request is too big). As
+/// redis-server 7.0.15 does with the same bytes.
+#[test]
+fn a_nul_byte_keeps_a_request_line_from_ending() {
+    let h = start();
+    let mut r = Raw::connect(&h);
+    r.send(b"PING\r\n\0PING\r\n");
+    assert_eq!(r.read_raw(), b"+PONG\r\n");
+    assert!(r.try_read_raw(Duration::from_millis(200)).is_none());
+    let mut r = Raw::connect(&h);
+    r.send(b"*1\r\n$4\0\r\nPING\r\n");
+    assert!(r.try_read_raw(Duration::from_millis(200)).is_none());
+    let mut r = Raw::connect(&h);
+    r.send(b"PING\0\r\n");
+    r.send(&b"PING\r\n".repeat(12_000));
+    assert_eq!(
+        r.read_raw(),
+        b"-ERR Protocol error: too big inline request\r\n"
+    );
+    assert!(r.closed_within(Duration::from_secs(5)));
+}
+
+/// The byte found where a bulk header must start goes out as it came (C's
+/// `%c`), not as UTF-8; redis-server 7.0.15 sends the same.
+#[test]
+fn a_protocol_error_names_the_raw_byte() {
+    let h = start();
+    let mut r = Raw::connect(&h);
+    r.send(b"*1\r\n\xff\r\n");
+    assert_eq!(
+        r.read_raw(),
+        b"-ERR Protocol error: expected '$', got '\xff'\r\n"
+    );
+}

@@ -94,11 +94,8 @@ fn quit(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
 /// ```
 /// `OK`.
 fn select(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
-    let idx = args.next_i64()?;
-    if idx < 0 || idx >= ctx.srv.ks.dbs.len() as i64 {
-        return Err(Error::DbIndex);
-    }
-    ctx.client.db = idx as usize;
+    let idx = crate::cmd::keyspace::moves::db_index(ctx, args.at(1))?;
+    ctx.client.db = idx;
     ctx.out().ok();
     Ok(())
 }
@@ -150,7 +147,7 @@ fn auth(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     };
     if check_credentials(ctx, user, pass) {
         ctx.client.authenticated = true;
-        ctx.client.user = String::from_utf8_lossy(user).into_owned();
+        ctx.client.user = String::from_utf8_lossy(user).into_owned().into();
         ctx.out().ok();
         Ok(())
     } else {
@@ -202,7 +199,7 @@ fn hello(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             return Err(Error::WrongPass);
         }
         ctx.client.authenticated = true;
-        ctx.client.user = String::from_utf8_lossy(u).into_owned();
+        ctx.client.user = String::from_utf8_lossy(u).into_owned().into();
     }
     if !ctx.client.authenticated {
         return Err(Error::coded("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"));

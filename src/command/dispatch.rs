@@ -69,8 +69,10 @@ pub fn queue(client: &mut Client, cmd: CmdRef, args: &Args) {
     client.reply.raw(b"+QUEUED\r\n");
 }
 
-/// Answers a command the gate refused; inside MULTI the transaction is
-/// doomed (EXEC answers EXECABORT).
+/// Answers a command the gate refused (Redis's `rejectCommand`); inside
+/// MULTI the transaction is doomed (EXEC answers EXECABORT). A refused EXEC
+/// itself discards the transaction (and its WATCHes) and answers EXECABORT
+/// with the reason (`execCommandAbort`).
 pub fn reject(srv: &mut Server, client: &mut Client, cmd: Option<CmdRef>, r: &Rejection) {
     if let Some(m) = client.multi.as_mut() {
         m.aborted = true;
@@ -123,8 +125,17 @@ pub fn call(
             spec: cmd.spec,
             in_exec,
         };
-        (cmd.spec.handler)(&mut ctx, &mut cursor)
+        crate::server::fault::run_handler(cmd.spec.full_name(), in_exec, || {
+            #[cfg(test)]
+            crate::server::fault::injected(args);
+            (cmd.spec.handler)(&mut ctx, &mut cursor)
+        })
     };
+    // A handler that panicked fails alone; what it had written is dropped.
+    let result = result.unwrap_or_else(|e| {
+        client.reply.buf.truncate(reply_start);
+        Err(e)
+    });
     if let Some(entered) = prop {
         let lazy = crate::server::lazy_expire(srv);
         let exec = cmd.spec.has(flags::TXN_EXEC);

@@ -5,7 +5,7 @@
 //! asks [`check`] (or [`admit`], when the command is already resolved) and
 //! gets a [`Verdict`]. The stages, in order:
 //!
-//! lookup → arity → auth → no-multi → ACL → cluster redirection → OOM →
+//! lookup → arity → protected (DEBUG) → auth → no-multi → ACL → cluster redirection → OOM →
 //! read-only replica → pub/sub context (RESP2) → LOADING → BUSY →
 //! CLIENT PAUSE → queue (inside MULTI) or run.
 //!
@@ -33,8 +33,13 @@ pub enum Caller {
     /// A command MULTI queued, run by EXEC.
     Exec,
     /// `redis.call` / `redis.pcall` from a script (`read_only`: EVAL_RO,
-    /// FCALL_RO or a `no-writes` script).
-    Script { read_only: bool },
+    /// FCALL_RO or a `no-writes` script; `allow_oom`: it declared
+    /// `allow-oom`; `wrote`: a write already ran, so it cannot stop halfway).
+    Script {
+        read_only: bool,
+        allow_oom: bool,
+        wrote: bool,
+    },
     /// A blocked command run again because one of its keys became ready.
     Woken,
     /// The server's own client (loading an AOF, a master's stream): Redis's
@@ -81,11 +86,21 @@ pub fn admit(srv: &Server, client: &Client, cmd: CmdRef, args: &Args, caller: Ca
                 None => Verdict::Run(cmd),
             };
         }
-        Caller::Script { read_only } => return script_stage(srv, client, cmd, args, read_only),
+        Caller::Script {
+            read_only,
+            allow_oom,
+            wrote,
+        } => {
+            let oom_exempt = allow_oom || wrote;
+            return script_stage(srv, client, cmd, args, read_only, oom_exempt);
+        }
         Caller::Client | Caller::WhileBusy { .. } | Caller::Internal => {}
     }
     if !spec.arity_ok(args.len()) {
         return reject(Rejection::Arity(spec.full_name()));
+    }
+    if spec.has(flags::PROTECTED) && !crate::cmd::server::debug::debug_allowed(srv, client) {
+        return reject(Rejection::Protected);
     }
     if !client.authenticated && !spec.has(flags::NO_AUTH) {
         return reject(Rejection::NoAuth);
@@ -138,6 +153,7 @@ fn script_stage(
     cmd: CmdRef,
     args: &Args,
     read_only: bool,
+    oom_exempt: bool,
 ) -> Verdict {
     let spec = cmd.spec;
     let reject = |r| Verdict::Reject(Some(cmd), r);
@@ -158,10 +174,14 @@ fn script_stage(
     if read_only && spec.has(flags::WRITE | flags::MAY_REPLICATE) {
         return reject(Rejection::ScriptWriteInReadOnly);
     }
-    // Issue 13 (maxmemory): a denyoom command is refused when the server was
-    // out of memory as the script started, unless the script already wrote
-    // or declared `allow-oom`. Issue 16 (cluster): keys outside this node's
-    // slots, and keys of different slots unless `allow-cross-slot-keys`.
+    // A denyoom command is refused over maxmemory unless the script already
+    // wrote or declared `allow-oom` (Redis's `scriptVerifyOOM`; Redis judges
+    // memory as the script started, Oxidis as the command runs).
+    if !oom_exempt && spec.has(flags::DENYOOM) && over_maxmemory(srv) {
+        return reject(Rejection::Oom);
+    }
+    // Issue 16 (cluster): keys outside this node's slots, and keys of
+    // different slots unless `allow-cross-slot-keys`.
     Verdict::Run(cmd)
 }
 
@@ -188,16 +208,18 @@ fn cluster(_srv: &Server, _client: &Client, _cmd: CmdRef, _args: &Args) -> Optio
 /// 13 builds, so until then they refuse nothing rather than refuse what
 /// Redis would make room for.
 fn oom(srv: &Server, client: &Client, cmd: CmdRef, args: &Args) -> Option<Rejection> {
-    let max = srv.config.get_i64("maxmemory");
-    if max <= 0 || srv.config.get("maxmemory-policy") != Some("noeviction") {
-        return None;
-    }
     let in_multi = client.multi.is_some() && !cmd.spec.has(flags::TXN_CONTROL);
     let denyoom = crate::script::cmd_flags::effective(srv, cmd.spec, args) & flags::DENYOOM != 0;
-    if !(denyoom || in_multi) {
-        return None;
-    }
-    (crate::cmd::server::info::rss_bytes() > max as u64).then_some(Rejection::Oom)
+    ((denyoom || in_multi) && over_maxmemory(srv)).then_some(Rejection::Oom)
+}
+
+/// True when `maxmemory` is set under `noeviction` and used memory is over
+/// it (the OOM stages' one measure; see [`oom`]).
+fn over_maxmemory(srv: &Server) -> bool {
+    let max = srv.config.get_i64("maxmemory");
+    max > 0
+        && srv.config.get("maxmemory-policy") == Some("noeviction")
+        && crate::cmd::server::info::rss_bytes() > max as u64
 }
 
 /// Read-only replica stage: writes refused on a replica with
@@ -408,7 +430,11 @@ mod tests {
             });
         assert_eq!(outcome(&srv, &c, &["exec"], Caller::Client), "postpone");
         // Scripts and the server's own client are never held.
-        let script = Caller::Script { read_only: false };
+        let script = Caller::Script {
+            read_only: false,
+            allow_oom: false,
+            wrote: false,
+        };
         assert_eq!(outcome(&srv, &c, &["set", "k", "v"], script), "run set");
         assert_eq!(
             outcome(&srv, &c, &["set", "k", "v"], Caller::Internal),
@@ -427,8 +453,16 @@ mod tests {
     #[test]
     fn script_stage_has_its_own_errors() {
         let (srv, c) = setup();
-        let s = Caller::Script { read_only: false };
-        let ro = Caller::Script { read_only: true };
+        let s = Caller::Script {
+            read_only: false,
+            allow_oom: false,
+            wrote: false,
+        };
+        let ro = Caller::Script {
+            read_only: true,
+            allow_oom: false,
+            wrote: false,
+        };
         assert_eq!(
             outcome(&srv, &c, &["nosuch"], s),
             "ERR Unknown Redis command called from script"

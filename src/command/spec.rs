@@ -45,6 +45,9 @@ pub mod flags {
     /// Touches keys nobody named (SCAN, RANDOMKEY): the DELs of the keys it
     /// expired are propagated without a MULTI/EXEC around them.
     pub const TOUCHES_ARBITRARY_KEYS: u32 = 1 << 27;
+    /// Refused unless its `enable-*-command` option allows it, before AUTH is
+    /// checked (Redis's CMD_PROTECTED).
+    pub const PROTECTED: u32 = 1 << 28;
 
     /// Flag names in Redis's `COMMAND INFO` order.
     pub const NAMES: &[(u32, &str)] = &[

@@ -103,27 +103,10 @@ fn trim_line(raw: &[u8]) -> &[u8] {
     raw.get(start..end).unwrap_or_default()
 }
 
-/// Splits a config line like Redis's `sdssplitargs` (`"\xff"` escapes give
-/// any byte).
+/// Splits a config line as Redis does (`sdssplitargs`; `"\xff"` escapes
+/// give any byte).
 pub fn split_config_line(bytes: &[u8]) -> Option<Vec<Vec<u8>>> {
-    let mut words = Vec::new();
-    let mut ranges = Vec::new();
-    match crate::resp::decode::parse(
-        &[bytes, b"\n"].concat(),
-        &mut ranges,
-        crate::resp::decode::Limits {
-            max_bulk: i64::MAX,
-            authenticated: true,
-        },
-    ) {
-        crate::resp::decode::Parsed::Command { .. } => {
-            for (s, e) in ranges {
-                words.push(crate::resp::decode::inline_word(&bytes[s..e]));
-            }
-            Some(words)
-        }
-        _ => None,
-    }
+    crate::resp::inline::split(bytes)
 }
 
 /// Turns `redis-server` command-line arguments into a Config, exactly as

@@ -43,7 +43,7 @@ pub static GENERATED: &[Param] = &[
     Param {
         name: "active-defrag-ignore-bytes",
         alias: None,
-        kind: Memory(0, i64::MAX),
+        kind: Memory(1, i64::MAX),
         default: "104857600",
         flags: 0,
     },
@@ -225,7 +225,7 @@ pub static GENERATED: &[Param] = &[
     Param {
         name: "client-query-buffer-limit",
         alias: None,
-        kind: Memory(0, i64::MAX),
+        kind: Memory(1048576, i64::MAX),
         default: "1073741824",
         flags: 0,
     },
@@ -745,7 +745,7 @@ pub static GENERATED: &[Param] = &[
     Param {
         name: "proto-max-bulk-len",
         alias: None,
-        kind: Memory(0, i64::MAX),
+        kind: Memory(1048576, i64::MAX),
         default: "536870912",
         flags: 0,
     },
@@ -787,7 +787,7 @@ pub static GENERATED: &[Param] = &[
     Param {
         name: "repl-backlog-size",
         alias: None,
-        kind: Memory(0, i64::MAX),
+        kind: Memory(1, i64::MAX),
         default: "1048576",
         flags: 0,
     },

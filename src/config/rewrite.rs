@@ -127,7 +127,7 @@ impl State {
 }
 
 /// The lines an option is written as, as Redis's rewrite functions format them.
-fn option_lines(name: &'static str, kind: Kind, raw: &[u8]) -> Vec<String> {
+pub fn option_lines(name: &'static str, kind: Kind, raw: &[u8]) -> Vec<String> {
     let text = String::from_utf8_lossy(raw);
     let value: &str = &text;
     match (name, kind) {

@@ -119,7 +119,8 @@ impl Config {
                 {
                     Ok(String::new())
                 } else if words.len() == 2 {
-                    Ok(words.join(" "))
+                    let port = strtol_port(words[1]).ok_or("Invalid master port")?;
+                    Ok(format!("{} {port}", words[0]))
                 } else {
                     Err("wrong number of arguments".into())
                 }
@@ -172,4 +173,26 @@ pub(super) fn shutdown_flags(words: &[&str], value: &str) -> Result<String, Stri
     } else {
         names.join(" ")
     })
+}
+
+/// The master port as Redis reads it (`strtol`, then 0..=65535 with
+/// nothing left over): a sign is allowed, anything else fails.
+fn strtol_port(s: &str) -> Option<i64> {
+    let (neg, digits) = match s.as_bytes().first()? {
+        b'-' => (true, &s[1..]),
+        b'+' => (false, &s[1..]),
+        _ => (false, s),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    // Past 5 digits (leading zeros aside) it is out of range either way.
+    let n = digits.trim_start_matches('0');
+    let v: i64 = if n.len() > 5 {
+        i64::MAX
+    } else {
+        n.parse().unwrap_or(0)
+    };
+    let v = if neg { -v } else { v };
+    (0..=65535).contains(&v).then_some(v)
 }

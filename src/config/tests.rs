@@ -146,3 +146,27 @@ fn shutdown_flags_take_several_words() {
     assert_eq!(c.get("shutdown-on-sigint"), Some("save force"));
     assert!(from_args(&args(&["--shutdown-on-sigterm", "save", "nosave"])).is_err());
 }
+
+#[test]
+fn replicaof_port_is_checked_as_redis_does() {
+    // Found by the config_file fuzz target; texts from redis-server 7.0.15
+    // started with `replicaof 127.0.0.1 <port>` in its config file.
+    for bad in ["abc", "70000", "-1", "1x", "99999999999999999999"] {
+        let mut c = Config::default();
+        let e = c
+            .load_text(format!("replicaof 127.0.0.1 {bad}").as_bytes())
+            .unwrap_err();
+        assert!(e.ends_with("\nInvalid master port"), "{bad}: {e}");
+    }
+    for (good, port) in [
+        ("+5", "5"),
+        ("6379", "6379"),
+        ("-0", "0"),
+        ("065535", "65535"),
+    ] {
+        let mut c = Config::default();
+        c.load_text(format!("replicaof 127.0.0.1 {good}").as_bytes())
+            .unwrap();
+        assert_eq!(c.get("replicaof"), Some(&*format!("127.0.0.1 {port}")));
+    }
+}

@@ -1,8 +1,11 @@
 //! Incremental request decoder: RESP multibulk frames and inline commands, with Redis's limits.
 //!
-//! The decoder never copies arguments: it records `(start, end)` ranges into the
-//! caller's buffer. It never allocates from a declared length either; a client
-//! that declares a 512 MB bulk and sends nothing costs us nothing.
+//! The decoder never copies multibulk arguments: it records `(start, end)`
+//! ranges into the caller's buffer. It never allocates from a declared length
+//! either; a client that declares a 512 MB bulk and sends nothing costs us nothing.
+
+use super::inline;
+use crate::error::ProtocolError;
 
 /// Longest inline command or header line Redis accepts (`PROTO_INLINE_MAX_SIZE`).
 pub const INLINE_MAX: usize = 64 * 1024;
@@ -10,17 +13,17 @@ pub const INLINE_MAX: usize = 64 * 1024;
 const UNAUTH_MULTIBULK_MAX: i64 = 10;
 const UNAUTH_BULK_MAX: i64 = 16384;
 
-/// What one call to [`parse`] found at the start of the buffer.
+/// What one call to [`Decoder::parse`] found at the start of the buffer.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Parsed {
-    /// A whole command of `consumed` bytes; its arguments are in `args`
-    /// (possibly none: an empty inline line or `*0`, which Redis skips).
-    /// Inline arguments are raw spans that [`inline_word`] decodes.
-    Command { consumed: usize, inline: bool },
+    /// A whole request of `consumed` bytes; [`Decoder::request`] gives its
+    /// arguments (possibly none: an empty inline line or `*0`, which Redis skips).
+    /// The caller drops those bytes from the front of its buffer before the next call.
+    Command { consumed: usize },
     /// Not enough bytes yet; do not parse again until the buffer holds at least `need`.
     Incomplete { need: usize },
-    /// A protocol error: Redis answers `-ERR Protocol error: <msg>` and closes.
-    Error(String),
+    /// A protocol error: Redis answers `-ERR Protocol error: ...` and closes.
+    Error(ProtocolError),
 }
 
 /// Limits that depend on configuration and on the client.
@@ -30,25 +33,217 @@ pub struct Limits {
     pub authenticated: bool,
 }
 
-/// Parses one request from the start of `buf`, filling `args` with argument ranges.
-pub fn parse(buf: &[u8], args: &mut Vec<(usize, usize)>, limits: Limits) -> Parsed {
-    args.clear();
-    if buf.is_empty() {
-        return Parsed::Incomplete { need: 1 };
-    }
-    if buf[0] == b'*' {
-        parse_multibulk(buf, args, limits)
-    } else {
-        parse_inline(buf, args)
-    }
+/// A connection's parse state. Progress on a request that is still arriving
+/// is kept across calls (Redis's `multibulklen`/`bulklen`/`qb_pos`), so a
+/// request sent in pieces is parsed once, not again from its first byte on
+/// every read.
+///
+/// Invariant: between calls that return `Incomplete`, the caller passes the
+/// same bytes again with more appended; after `Command` it drops `consumed`
+/// bytes first. Positions below are offsets from the request's first byte.
+#[derive(Default)]
+pub struct Decoder {
+    /// Arguments still to come in the multibulk in progress (0: none in progress).
+    left: usize,
+    /// Where parsing resumes: past the header and every whole argument.
+    pos: usize,
+    /// Where the search for the current line's end resumes (nothing before it ends the line).
+    scan: usize,
+    /// The length of the argument whose `$` header is read and whose bytes are still coming.
+    bulk: Option<usize>,
+    /// Argument ranges: into the caller's buffer, or into `words` for an inline request.
+    args: Vec<(usize, usize)>,
+    /// The unquoted words of an inline request, back to back.
+    words: Vec<u8>,
+    inline: bool,
+    /// The last call returned `Command`: the next one starts a new request.
+    returned: bool,
 }
 
-fn find_crlf(buf: &[u8], from: usize) -> Option<usize> {
-    memchr(b'\r', &buf[from..]).map(|i| from + i)
-}
+/// Range lists longer than this are not kept for the next request.
+const KEEP_ARGS: usize = 1024;
 
-fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
-    hay.iter().position(|&b| b == needle)
+impl Decoder {
+    /// Parses (or goes on parsing) the request at the start of `buf`.
+    pub fn parse(&mut self, buf: &[u8], limits: Limits) -> Parsed {
+        if self.returned {
+            self.start_request();
+        }
+        if self.left == 0 {
+            if buf.is_empty() {
+                return Parsed::Incomplete { need: 1 };
+            }
+            if buf[0] != b'*' {
+                return self.parse_inline(buf);
+            }
+            let Some(nl) = self.line_end(buf, 1, b'\r') else {
+                if buf.len() > INLINE_MAX {
+                    return Parsed::Error(ProtocolError::TooBigMbulkCount);
+                }
+                return Parsed::Incomplete {
+                    need: buf.len() + 1,
+                };
+            };
+            if nl + 1 >= buf.len() {
+                self.scan = nl;
+                return Parsed::Incomplete { need: nl + 2 };
+            }
+            let count = match parse_i64(&buf[1..nl]) {
+                Some(n) if n <= i32::MAX as i64 => n,
+                _ => return Parsed::Error(ProtocolError::InvalidMbulkCount),
+            };
+            if !limits.authenticated && count > UNAUTH_MULTIBULK_MAX {
+                return Parsed::Error(ProtocolError::UnauthMbulkCount);
+            }
+            if count <= 0 {
+                return self.done(nl + 2);
+            }
+            self.left = count as usize;
+            self.pos = nl + 2;
+            self.scan = self.pos;
+            // As Redis: room for at most 1024 up front, more as arguments arrive.
+            self.args.reserve(self.left.min(KEEP_ARGS));
+        }
+        self.parse_bulks(buf, limits)
+    }
+
+    /// The arguments of the request the last `Command` returned, as a buffer
+    /// and ranges into it (`buf` is the caller's buffer that request came in).
+    pub fn request<'a>(&'a self, buf: &'a [u8]) -> (&'a [u8], &'a [(usize, usize)]) {
+        if self.inline {
+            (&self.words, &self.args)
+        } else {
+            (buf, &self.args)
+        }
+    }
+
+    /// Bytes at the front of the buffer already parsed into whole arguments of
+    /// a request still arriving: Redis has moved these out of its query buffer.
+    pub fn parsed_len(&self) -> usize {
+        if self.left > 0 {
+            self.pos
+        } else {
+            0
+        }
+    }
+
+    /// Forgets the previous request; big range lists are not kept.
+    fn start_request(&mut self) {
+        if self.args.capacity() > KEEP_ARGS {
+            self.args = Vec::new();
+        }
+        if self.words.capacity() > INLINE_MAX {
+            self.words = Vec::new();
+        }
+        self.args.clear();
+        self.words.clear();
+        self.inline = false;
+        self.returned = false;
+    }
+
+    fn done(&mut self, consumed: usize) -> Parsed {
+        self.left = 0;
+        self.pos = 0;
+        self.scan = 0;
+        self.bulk = None;
+        self.returned = true;
+        Parsed::Command { consumed }
+    }
+
+    /// The offset of the first `byte` at or after `from`, searching as C's
+    /// `strchr` does: a NUL byte ends the search (Redis's query buffer is a C
+    /// string there), so a line holding a NUL never ends. Remembers how far it
+    /// looked, so bytes arriving one at a time are each looked at once.
+    fn line_end(&mut self, buf: &[u8], from: usize, byte: u8) -> Option<usize> {
+        let at = self.scan.max(from);
+        match buf[at..].iter().position(|&b| b == byte || b == 0) {
+            Some(i) if buf[at + i] == byte => {
+                self.scan = 0;
+                Some(at + i)
+            }
+            Some(i) => {
+                self.scan = at + i;
+                None
+            }
+            None => {
+                self.scan = buf.len();
+                None
+            }
+        }
+    }
+
+    fn parse_bulks(&mut self, buf: &[u8], limits: Limits) -> Parsed {
+        while self.left > 0 {
+            let pos = self.pos;
+            let len = match self.bulk {
+                Some(len) => len,
+                None => {
+                    if pos >= buf.len() {
+                        return Parsed::Incomplete { need: pos + 1 };
+                    }
+                    let Some(nl) = self.line_end(buf, pos, b'\r') else {
+                        if buf.len() - pos > INLINE_MAX {
+                            return Parsed::Error(ProtocolError::TooBigBulkCount);
+                        }
+                        return Parsed::Incomplete {
+                            need: buf.len() + 1,
+                        };
+                    };
+                    if nl + 1 >= buf.len() {
+                        // Looked at again once the LF is there.
+                        self.scan = nl;
+                        return Parsed::Incomplete { need: nl + 2 };
+                    }
+                    if buf[pos] != b'$' {
+                        return Parsed::Error(ProtocolError::ExpectedDollar(buf[pos]));
+                    }
+                    let len = match parse_i64(&buf[pos + 1..nl]) {
+                        Some(n) if n >= 0 && n <= limits.max_bulk => n,
+                        _ => return Parsed::Error(ProtocolError::InvalidBulkLength),
+                    };
+                    if !limits.authenticated && len > UNAUTH_BULK_MAX {
+                        return Parsed::Error(ProtocolError::UnauthBulkLength);
+                    }
+                    self.pos = nl + 2;
+                    self.bulk = Some(len as usize);
+                    len as usize
+                }
+            };
+            let start = self.pos;
+            let end = start + len;
+            if buf.len() < end + 2 {
+                return Parsed::Incomplete { need: end + 2 };
+            }
+            self.args.push((start, end));
+            // Redis does not check the trailing CRLF; it skips two bytes.
+            self.pos = end + 2;
+            self.scan = self.pos;
+            self.bulk = None;
+            self.left -= 1;
+        }
+        let consumed = self.pos;
+        self.done(consumed)
+    }
+
+    fn parse_inline(&mut self, buf: &[u8]) -> Parsed {
+        let Some(nl) = self.line_end(buf, 0, b'\n') else {
+            if buf.len() > INLINE_MAX {
+                return Parsed::Error(ProtocolError::TooBigInline);
+            }
+            return Parsed::Incomplete {
+                need: buf.len() + 1,
+            };
+        };
+        let mut end = nl;
+        if end > 0 && buf[end - 1] == b'\r' {
+            end -= 1;
+        }
+        if !inline::split_into(&buf[..end], &mut self.words, &mut self.args) {
+            return Parsed::Error(ProtocolError::UnbalancedQuotes);
+        }
+        self.inline = true;
+        self.done(nl + 1)
+    }
 }
 
 /// Redis's `string2ll`: no leading `+`, no leading zeros, no spaces.
@@ -86,233 +281,27 @@ pub fn parse_i64(s: &[u8]) -> Option<i64> {
     }
 }
 
-fn parse_multibulk(buf: &[u8], args: &mut Vec<(usize, usize)>, limits: Limits) -> Parsed {
-    let Some(nl) = find_crlf(buf, 1) else {
-        if buf.len() > INLINE_MAX {
-            return Parsed::Error("too big mbulk count string".into());
-        }
-        return Parsed::Incomplete {
-            need: buf.len() + 1,
-        };
-    };
-    if nl + 1 >= buf.len() {
-        return Parsed::Incomplete { need: nl + 2 };
-    }
-    let count = match parse_i64(&buf[1..nl]) {
-        Some(n) if n <= i32::MAX as i64 => n,
-        _ => return Parsed::Error("invalid multibulk length".into()),
-    };
-    if !limits.authenticated && count > UNAUTH_MULTIBULK_MAX {
-        return Parsed::Error("unauthenticated multibulk length".into());
-    }
-    let mut pos = nl + 2;
-    if count <= 0 {
-        return Parsed::Command {
-            consumed: pos,
-            inline: false,
-        };
-    }
-    for _ in 0..count {
-        if pos >= buf.len() {
-            return Parsed::Incomplete { need: pos + 1 };
-        }
-        let Some(nl) = find_crlf(buf, pos) else {
-            if buf.len() - pos > INLINE_MAX {
-                return Parsed::Error("too big bulk count string".into());
-            }
-            return Parsed::Incomplete {
-                need: buf.len() + 1,
-            };
-        };
-        if buf[pos] != b'$' {
-            return Parsed::Error(format!("expected '$', got '{}'", buf[pos] as char));
-        }
-        if nl + 1 >= buf.len() {
-            return Parsed::Incomplete { need: nl + 2 };
-        }
-        let len = match parse_i64(&buf[pos + 1..nl]) {
-            Some(n) if n >= 0 && n <= limits.max_bulk => n,
-            _ => return Parsed::Error("invalid bulk length".into()),
-        };
-        if !limits.authenticated && len > UNAUTH_BULK_MAX {
-            return Parsed::Error("unauthenticated bulk length".into());
-        }
-        let start = nl + 2;
-        let end = start + len as usize;
-        if buf.len() < end + 2 {
-            return Parsed::Incomplete { need: end + 2 };
-        }
-        args.push((start, end));
-        // Redis does not check the trailing CRLF; it skips two bytes.
-        pos = end + 2;
-    }
-    Parsed::Command {
-        consumed: pos,
-        inline: false,
-    }
-}
-
-fn parse_inline(buf: &[u8], args: &mut Vec<(usize, usize)>) -> Parsed {
-    let Some(nl) = memchr(b'\n', buf) else {
-        if buf.len() > INLINE_MAX {
-            return Parsed::Error("too big inline request".into());
-        }
-        return Parsed::Incomplete {
-            need: buf.len() + 1,
-        };
-    };
-    let mut end = nl;
-    if end > 0 && buf[end - 1] == b'\r' {
-        end -= 1;
-    }
-    match split_args(&buf[..end]) {
-        Some(words) => {
-            args.extend(words.into_iter().map(|(s, e, _)| (s, e)));
-            Parsed::Command {
-                consumed: nl + 1,
-                inline: true,
-            }
-        }
-        None => Parsed::Error("unbalanced quotes in request".into()),
-    }
-}
-
-/// Splits an inline line like Redis's `sdssplitargs`, returning for each word
-/// its raw span and whether it was quoted (and so needs decoding).
-fn split_args(line: &[u8]) -> Option<Vec<(usize, usize, bool)>> {
-    let mut out = Vec::new();
-    let mut i = 0;
-    let n = line.len();
-    loop {
-        while i < n && line[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        if i >= n {
-            return Some(out);
-        }
-        let start = i;
-        match line[i] {
-            b'"' => {
-                i += 1;
-                loop {
-                    if i >= n {
-                        return None;
-                    }
-                    if line[i] == b'\\' && i + 1 < n {
-                        i += 2;
-                    } else if line[i] == b'"' {
-                        i += 1;
-                        if i < n && !line[i].is_ascii_whitespace() {
-                            return None;
-                        }
-                        break;
-                    } else {
-                        i += 1;
-                    }
-                }
-                out.push((start, i, true));
-            }
-            b'\'' => {
-                i += 1;
-                loop {
-                    if i >= n {
-                        return None;
-                    }
-                    if line[i] == b'\\' && i + 1 < n && line[i + 1] == b'\'' {
-                        i += 2;
-                    } else if line[i] == b'\'' {
-                        i += 1;
-                        if i < n && !line[i].is_ascii_whitespace() {
-                            return None;
-                        }
-                        break;
-                    } else {
-                        i += 1;
-                    }
-                }
-                out.push((start, i, true));
-            }
-            _ => {
-                while i < n && !line[i].is_ascii_whitespace() {
-                    i += 1;
-                }
-                out.push((start, i, false));
-            }
-        }
-    }
-}
-
-/// Decodes one inline word (as returned in a range) into its bytes, resolving
-/// quotes and escapes exactly as `sdssplitargs` does.
-pub fn inline_word(raw: &[u8]) -> Vec<u8> {
-    if raw.is_empty() {
-        return Vec::new();
-    }
-    let mut out = Vec::with_capacity(raw.len());
-    match raw[0] {
-        b'"' => {
-            let body = &raw[1..raw.len() - 1];
-            let mut i = 0;
-            while i < body.len() {
-                let c = body[i];
-                if c == b'\\' && i + 3 < body.len() && body[i + 1] == b'x' {
-                    if let (Some(h), Some(l)) = (hex(body[i + 2]), hex(body[i + 3])) {
-                        out.push(h * 16 + l);
-                        i += 4;
-                        continue;
-                    }
-                }
-                if c == b'\\' && i + 1 < body.len() {
-                    out.push(match body[i + 1] {
-                        b'n' => b'\n',
-                        b'r' => b'\r',
-                        b't' => b'\t',
-                        b'b' => 8,
-                        b'a' => 7,
-                        other => other,
-                    });
-                    i += 2;
-                    continue;
-                }
-                out.push(c);
-                i += 1;
-            }
-        }
-        b'\'' => {
-            let body = &raw[1..raw.len() - 1];
-            let mut i = 0;
-            while i < body.len() {
-                if body[i] == b'\\' && i + 1 < body.len() && body[i + 1] == b'\'' {
-                    out.push(b'\'');
-                    i += 2;
-                } else {
-                    out.push(body[i]);
-                    i += 1;
-                }
-            }
-        }
-        _ => out.extend_from_slice(raw),
-    }
-    out
-}
-
-fn hex(c: u8) -> Option<u8> {
-    (c as char).to_digit(16).map(|d| d as u8)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ProtocolError as P;
 
     const L: Limits = Limits {
         max_bulk: 512 * 1024 * 1024,
         authenticated: true,
     };
 
+    fn parse(buf: &[u8]) -> Parsed {
+        Decoder::default().parse(buf, L)
+    }
+
     fn words(buf: &[u8]) -> Vec<Vec<u8>> {
-        let mut args = Vec::new();
-        match parse(buf, &mut args, L) {
-            Parsed::Command { .. } => args.iter().map(|&(s, e)| inline_word(&buf[s..e])).collect(),
+        let mut d = Decoder::default();
+        match d.parse(buf, L) {
+            Parsed::Command { .. } => {
+                let (b, r) = d.request(buf);
+                r.iter().map(|&(s, e)| b[s..e].to_vec()).collect()
+            }
             other => panic!("{other:?}"),
         }
     }
@@ -320,65 +309,124 @@ mod tests {
     #[test]
     fn multibulk_complete_and_split_everywhere() {
         let frame = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\nhello\r\n";
-        assert_eq!(
-            words(frame),
-            vec![b"SET".to_vec(), b"k".to_vec(), b"hello".to_vec()]
-        );
+        assert_eq!(words(frame), [&b"SET"[..], b"k", b"hello"]);
         for cut in 0..frame.len() {
-            let mut args = Vec::new();
-            match parse(&frame[..cut], &mut args, L) {
+            match parse(&frame[..cut]) {
                 Parsed::Incomplete { need } => assert!(need > cut),
                 other => panic!("cut {cut}: {other:?}"),
             }
         }
     }
 
+    /// The same decoder fed a frame one byte at a time finishes it with the
+    /// same arguments, resuming where it stopped.
     #[test]
-    fn inline_quotes_and_escapes() {
+    fn resumes_across_reads() {
+        let mut frame = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\nhello\r\n".to_vec();
+        frame.extend_from_slice(b"PING\r\n");
+        let mut d = Decoder::default();
+        let mut buf = Vec::new();
+        let mut got = Vec::new();
+        for &b in &frame {
+            buf.push(b);
+            loop {
+                match d.parse(&buf, L) {
+                    Parsed::Command { consumed } => {
+                        let (b, r) = d.request(&buf);
+                        got.push(r.iter().map(|&(s, e)| b[s..e].to_vec()).collect::<Vec<_>>());
+                        buf.drain(..consumed);
+                    }
+                    Parsed::Incomplete { .. } => break,
+                    Parsed::Error(e) => panic!("{e:?}"),
+                }
+            }
+        }
         assert_eq!(
-            words(b"set \"a b\" 'c\\'d' \"\\x41\\n\"\r\n"),
+            got,
             vec![
-                b"set".to_vec(),
-                b"a b".to_vec(),
-                b"c'd".to_vec(),
-                b"A\n".to_vec()
+                vec![b"SET".to_vec(), b"k".to_vec(), b"hello".to_vec()],
+                vec![b"PING".to_vec()]
             ]
         );
-        let mut args = Vec::new();
+    }
+
+    /// Arguments already parsed are not parsed again: the position kept
+    /// across calls is past them.
+    #[test]
+    fn parsed_arguments_are_not_parsed_again() {
+        let mut d = Decoder::default();
+        let mut buf = b"*3\r\n$1\r\na\r\n$1\r\nb\r\n".to_vec();
+        assert!(matches!(d.parse(&buf, L), Parsed::Incomplete { .. }));
+        assert_eq!(d.parsed_len(), buf.len());
+        // A header already parsed is not looked at again (parsed from byte 0,
+        // this would be a protocol error).
+        buf[4] = b'x';
+        buf.extend_from_slice(b"$1\r\nc\r\n");
         assert_eq!(
-            parse(b"set \"abc\r\n", &mut args, L),
-            Parsed::Error("unbalanced quotes in request".into())
+            d.parse(&buf, L),
+            Parsed::Command {
+                consumed: buf.len()
+            }
         );
+        assert_eq!(d.request(&buf).1, &[(8, 9), (15, 16), (22, 23)]);
+    }
+
+    #[test]
+    fn inline_requests() {
         assert_eq!(
-            parse(b"set \"abc\"x\r\n", &mut args, L),
-            Parsed::Error("unbalanced quotes in request".into())
+            words(b"set \"a b\" 'c\\'d' \"\\x41\\n\"\r\n"),
+            [&b"set"[..], b"a b", b"c'd", b"A\n"]
         );
+        assert_eq!(parse(b"set \"abc\r\n"), Parsed::Error(P::UnbalancedQuotes));
+        assert_eq!(
+            parse(b"set \"abc\"x\r\n"),
+            Parsed::Error(P::UnbalancedQuotes)
+        );
+        assert!(words(b"\r\n").is_empty());
+    }
+
+    /// Redis looks for the end of a line with `strchr`, which stops at a NUL:
+    /// a line holding one never ends, until it is too big.
+    #[test]
+    fn a_nul_byte_keeps_a_line_from_ending() {
+        assert!(matches!(parse(b"PING\0\r\n"), Parsed::Incomplete { .. }));
+        assert!(matches!(parse(b"*1\0\r\n"), Parsed::Incomplete { .. }));
+        assert!(matches!(
+            parse(b"*1\r\n$4\0\r\n"),
+            Parsed::Incomplete { .. }
+        ));
+        let mut big = b"PING\0\r\n".to_vec();
+        big.resize(INLINE_MAX + 1, b'a');
+        assert_eq!(parse(&big), Parsed::Error(P::TooBigInline));
+        // NULs inside a bulk are data.
+        assert_eq!(words(b"*1\r\n$3\r\na\0b\r\n"), [&b"a\0b"[..]]);
     }
 
     #[test]
     fn huge_declared_lengths_do_not_allocate() {
-        let mut args = Vec::new();
-        match parse(b"*1\r\n$536870912\r\n", &mut args, L) {
+        match parse(b"*1\r\n$536870912\r\n") {
             Parsed::Incomplete { need } => assert!(need > 536870912),
             other => panic!("{other:?}"),
         }
         assert_eq!(
-            parse(b"*1\r\n$536870913\r\n", &mut args, L),
-            Parsed::Error("invalid bulk length".into())
+            parse(b"*1\r\n$536870913\r\n"),
+            Parsed::Error(P::InvalidBulkLength)
         );
         // Redis 7.0 accepts counts up to INT_MAX and allocates as arguments arrive.
         assert!(matches!(
-            parse(b"*2147483647\r\n", &mut args, L),
+            parse(b"*2147483647\r\n"),
             Parsed::Incomplete { .. }
         ));
         assert_eq!(
-            parse(b"*2147483648\r\n", &mut args, L),
-            Parsed::Error("invalid multibulk length".into())
+            parse(b"*2147483648\r\n"),
+            Parsed::Error(P::InvalidMbulkCount)
         );
         assert_eq!(
-            parse(b"*1\r\nx3\r\n", &mut args, L),
-            Parsed::Error("expected '$', got 'x'".into())
+            parse(b"*1\r\nx3\r\n"),
+            Parsed::Error(P::ExpectedDollar(b'x'))
         );
+        // Redis wants the whole header line before it looks at its first byte.
+        assert!(matches!(parse(b"*1\r\nx3\r"), Parsed::Incomplete { .. }));
     }
 
     #[test]

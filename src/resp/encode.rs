@@ -23,7 +23,8 @@ pub struct Deferred {
 impl Reply {
     pub fn new(resp: u8) -> Self {
         Reply {
-            buf: BytesMut::with_capacity(16 * 1024),
+            // Allocated on first use: an idle connection holds no buffer.
+            buf: BytesMut::new(),
             resp,
         }
     }
@@ -72,8 +73,13 @@ impl Reply {
     /// An error line; `full` already carries its code (`ERR ...`, `WRONGTYPE ...`).
     /// Newlines inside are replaced by spaces, as Redis does.
     pub fn error_line(&mut self, full: &str) {
+        self.error_bytes(full.as_bytes());
+    }
+
+    /// As [`Reply::error_line`], for a text holding bytes that are not UTF-8.
+    pub fn error_bytes(&mut self, full: &[u8]) {
         self.buf.extend_from_slice(b"-");
-        for b in full.bytes() {
+        for &b in full {
             self.buf
                 .extend_from_slice(&[if b == b'\r' || b == b'\n' { b' ' } else { b }]);
         }

@@ -1,5 +1,6 @@
-//! RESP: the request decoder, the reply encoder, and a reply tree for parsing replies.
+//! RESP: the request decoder, the inline splitter, the reply encoder, and a reply tree for parsing replies.
 
 pub mod decode;
 pub mod encode;
+pub mod inline;
 pub mod value;

@@ -20,10 +20,10 @@ use std::rc::Rc;
 
 use super::lua::{self, ffi, State};
 use super::{run_ctx, RunCtx};
-use crate::command::args::{Args, Argv};
+use crate::command::args::Args;
 use crate::command::dispatch;
 use crate::command::gate::{self, Caller, Verdict};
-use crate::resp::decode::{self, Limits, Parsed};
+use crate::resp::decode::{Decoder, Limits, Parsed};
 use crate::server::client::{Client, ConnKind};
 use crate::server::listener::accept_client_borrowed;
 use crate::server::Server;
@@ -138,7 +138,7 @@ fn accept_new(srv: &mut Server) {
                         srv,
                         t,
                         format!("{path}:0"),
-                        path.clone(),
+                        path.clone().into(),
                         ConnKind::Unix,
                     );
                 }
@@ -149,7 +149,14 @@ fn accept_new(srv: &mut Server) {
                 let _ = st.set_nodelay(true);
                 let laddr = st.local_addr().map(|a| a.to_string()).unwrap_or_default();
                 if let Ok(t) = tokio::net::TcpStream::from_std(st) {
-                    accept_client_borrowed(&rc, srv, t, peer.to_string(), laddr, ConnKind::Tcp);
+                    accept_client_borrowed(
+                        &rc,
+                        srv,
+                        t,
+                        peer.to_string(),
+                        laddr.into(),
+                        ConnKind::Tcp,
+                    );
                 }
             }
         }
@@ -214,7 +221,7 @@ fn poll(srv: &mut Server, caller: crate::db::ClientId, is_function: bool) {
 
 /// Runs the complete commands in `c.pending_input` as Redis does while busy.
 fn answer(srv: &mut Server, c: &mut Client, is_function: bool) {
-    let mut ranges = Vec::new();
+    let mut decoder = Decoder::default();
     let mut input = std::mem::take(&mut c.pending_input);
     let mut used = 0;
     while used < input.len() && !c.close_after_reply {
@@ -222,22 +229,10 @@ fn answer(srv: &mut Server, c: &mut Client, is_function: bool) {
             max_bulk: srv.config.proto_max_bulk_len,
             authenticated: c.authenticated,
         };
-        match decode::parse(&input[used..], &mut ranges, limits) {
-            Parsed::Command { consumed, inline } => {
-                let buf = &input[used..used + consumed];
-                let argv = if inline {
-                    Argv::from_slices(
-                        ranges
-                            .iter()
-                            .map(|&(s, e)| decode::inline_word(&buf[s..e]))
-                            .collect::<Vec<_>>()
-                            .iter()
-                            .map(|v| &v[..]),
-                    )
-                } else {
-                    Argv::from_slices(ranges.iter().map(|&(s, e)| &buf[s..e]))
-                };
-                if !argv.is_empty() && !run_one(srv, c, &argv.args(), is_function) {
+        match decoder.parse(&input[used..], limits) {
+            Parsed::Command { consumed } => {
+                let (buf, ranges) = decoder.request(&input[used..used + consumed]);
+                if !ranges.is_empty() && !run_one(srv, c, &Args::new(buf, ranges), is_function) {
                     break;
                 }
                 used += consumed;

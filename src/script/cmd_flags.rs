@@ -6,7 +6,7 @@ use crate::command::spec::{flags, CommandSpec};
 use crate::server::Server;
 
 /// `allow-oom` in a shebang or `register_function` flags.
-const ALLOW_OOM: u32 = 1 << 1;
+pub const ALLOW_OOM: u32 = 1 << 1;
 /// `allow-stale`.
 const ALLOW_STALE: u32 = 1 << 2;
 

@@ -284,7 +284,13 @@ unsafe fn table_reply(l: State, out: &mut Reply, script_resp: u8, errors: &mut V
                 out.raw(b"=");
                 out.raw(b.format(txt.len() + 4).as_bytes());
                 out.raw(b"\r\n");
-                out.raw(fmt);
+                // Redis's addReplyVerbatim: the format is exactly three
+                // bytes, cut or padded with spaces (a NUL ends it early).
+                let mut ext = [b' '; 3];
+                for (d, &c) in ext.iter_mut().zip(fmt.iter().take_while(|&&c| c != 0)) {
+                    *d = c;
+                }
+                out.raw(&ext);
                 out.raw(b":");
                 out.raw(txt);
                 out.raw(b"\r\n");

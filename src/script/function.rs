@@ -59,6 +59,11 @@ thread_local! {
     static LOAD: Cell<*mut LoadCtx> = const { Cell::new(std::ptr::null_mut()) };
 }
 
+/// Forgets the library being loaded after a panic unwound out of it.
+pub fn forget_load() {
+    LOAD.with(|c| c.set(std::ptr::null_mut()));
+}
+
 /// True when a library load ran past its time limit (checked by the hook).
 pub fn load_timed_out() -> bool {
     let p = LOAD.with(|c| c.get());

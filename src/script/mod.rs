@@ -184,6 +184,8 @@ pub struct RunCtx {
     pub caller_id: crate::db::ClientId,
     /// EVAL_RO / EVALSHA_RO / FCALL_RO, or a `no-writes` script.
     pub read_only: bool,
+    /// The script declared `allow-oom` (see [`Call::allow_oom`]).
+    pub allow_oom: bool,
     /// A write command ran: the script can no longer be killed.
     pub wrote: bool,
     /// `redis.setresp` protocol for replies seen by the script.
@@ -238,6 +240,13 @@ pub unsafe fn run_ctx<'a>() -> Option<&'a mut RunCtx> {
     }
 }
 
+/// Forgets the running script after a panic unwound out of it (see
+/// `server::fault`); true when one was running.
+pub fn forget_run() -> bool {
+    function::forget_load();
+    !RUN.with(|c| c.replace(std::ptr::null_mut())).is_null()
+}
+
 /// Hex SHA1 of `body`, lowercase (the script's name in the cache).
 pub fn sha1_hex(body: &[u8]) -> [u8; 40] {
     use sha1::{Digest, Sha1};
@@ -281,6 +290,8 @@ pub struct Call<'a> {
     pub keys: Vec<&'a [u8]>,
     pub args: Vec<&'a [u8]>,
     pub read_only: bool,
+    /// The script declared `allow-oom`: its writes pass the OOM check.
+    pub allow_oom: bool,
     pub is_function: bool,
     /// The FCALL command line (FUNCTION STATS shows it); empty for EVAL.
     pub command: Vec<Vec<u8>>,
@@ -353,6 +364,7 @@ pub fn run(srv: &mut Server, caller: &mut Client, call: Call<'_>) {
         client: &mut *sc as *mut Client,
         caller_id: caller.id,
         read_only: call.read_only,
+        allow_oom: call.allow_oom,
         wrote: false,
         resp: 2,
         name: call.name,

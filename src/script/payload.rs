@@ -110,7 +110,10 @@ impl Reader<'_> {
 
 /// LZF decompression (the format Redis compresses RDB strings with).
 pub fn lzf_decompress(input: &[u8], out_len: usize) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(out_len);
+    // The length comes from the payload: reserve no more than the input can
+    // expand to (a 3-byte back reference yields at most 264 bytes), and stop
+    // as soon as the output would pass the declared length.
+    let mut out = Vec::with_capacity(out_len.min(input.len().saturating_mul(88)));
     let mut i = 0;
     while i < input.len() {
         let ctrl = input[i] as usize;
@@ -119,6 +122,9 @@ pub fn lzf_decompress(input: &[u8], out_len: usize) -> Option<Vec<u8>> {
             let n = ctrl + 1;
             out.extend_from_slice(input.get(i..i + n)?);
             i += n;
+            if out.len() > out_len {
+                return None;
+            }
         } else {
             let mut len = ctrl >> 5;
             if len == 7 {
@@ -128,6 +134,9 @@ pub fn lzf_decompress(input: &[u8], out_len: usize) -> Option<Vec<u8>> {
             let back = ((ctrl & 0x1f) << 8) + *input.get(i)? as usize + 1;
             i += 1;
             let start = out.len().checked_sub(back)?;
+            if out.len() + len + 2 > out_len {
+                return None;
+            }
             for k in 0..len + 2 {
                 let c = out[start + k];
                 out.push(c);
@@ -155,7 +164,7 @@ pub fn restore(data: &[u8]) -> Result<Vec<Vec<u8>>, String> {
         if op != OPCODE_FUNCTION2 {
             return Err("given type is not a function".into());
         }
-        codes.push(r.string().ok_or("payload is invalid")?);
+        codes.push(r.string().ok_or("Failed loading library payload")?);
     }
     Ok(codes)
 }

@@ -159,6 +159,8 @@ unsafe fn execute(l: State) -> bool {
             super::tests::panic_if_asked(&args, b"__panic_through_lua__");
             let caller = Caller::Script {
                 read_only: run.read_only,
+                allow_oom: run.allow_oom,
+                wrote: run.wrote,
             };
             match gate::check(&*run.srv, &*run.client, &args, caller) {
                 // The script stage never queues or postpones (the script as a

@@ -23,7 +23,9 @@ fn server() -> (Server, Client) {
     (srv, c)
 }
 
-/// Runs one command; its reply as text, or None when it panicked.
+/// Runs one command; its reply as text, or None when it panicked (the
+/// panic escaped, or `server::fault` caught it around the handler and
+/// answered its internal error).
 fn cmd(srv: &mut Server, c: &mut Client, words: &[&str]) -> Option<String> {
     let argv = Argv::from_slices(words.iter().map(|w| w.as_bytes()));
     c.reply.buf.clear();
@@ -32,7 +34,9 @@ fn cmd(srv: &mut Server, c: &mut Client, words: &[&str]) -> Option<String> {
     }));
     let out = String::from_utf8_lossy(&c.reply.buf).into_owned();
     c.reply.buf.clear();
-    r.ok().map(|()| out)
+    r.ok()
+        .map(|()| out)
+        .filter(|o| !o.starts_with("-ERR internal error in "))
 }
 
 /// The thread is clean: no script context, no hook, the pseudo-client back.

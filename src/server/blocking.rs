@@ -139,7 +139,7 @@ pub fn block(
     if ctx.client.blocked.is_none() {
         ctx.srv.ext.blocked_clients += 1;
     }
-    ctx.client.blocked = Some(Blocked {
+    ctx.client.blocked = Some(Box::new(Blocked {
         db,
         keys,
         kind,
@@ -147,11 +147,11 @@ pub fn block(
         argv: args.to_owned(),
         spec: ctx.spec,
         id: cmd.id,
-    });
+    }));
 }
 
 /// Removes a client from every waiter list (unblocked, timed out, disconnected).
-pub fn unregister(srv: &mut Server, client: &mut Client) -> Option<Blocked> {
+pub fn unregister(srv: &mut Server, client: &mut Client) -> Option<Box<Blocked>> {
     let b = client.blocked.take()?;
     srv.ext.blocked_clients -= 1;
     let db = &mut srv.ks.dbs[b.db];

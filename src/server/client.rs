@@ -4,7 +4,9 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashSet;
 use std::time::Instant;
 
-use tokio::sync::Notify;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
 
 use crate::command::args::Argv;
 use crate::command::spec::CommandSpec;
@@ -18,9 +20,88 @@ pub struct ClientCell {
     pub state: RefCell<Client>,
     /// Wakes the connection task: output was queued for it, it was unblocked,
     /// or it must close.
-    pub wake: Notify,
+    pub wake: Wake,
     /// Set by CLIENT KILL and output-limit checks; the task closes the socket.
     pub kill: Cell<bool>,
+}
+
+/// A one-permit wake-up for a connection task, as tokio's `Notify` with
+/// `notify_one`, for the one data thread: a notification with no task
+/// waiting is kept for the next wait. Its wait future is a pointer (tokio's
+/// is 64 bytes, and every idle connection holds one).
+#[derive(Default)]
+pub struct Wake {
+    permit: Cell<bool>,
+    waker: Cell<Option<Waker>>,
+}
+
+impl Wake {
+    pub fn notify_one(&self) {
+        self.permit.set(true);
+        if let Some(w) = self.waker.take() {
+            w.wake();
+        }
+    }
+
+    /// Completes once notified (at once if a notification is waiting).
+    pub fn notified(&self) -> Notified<'_> {
+        Notified(self)
+    }
+}
+
+/// The future [`Wake::notified`] returns.
+pub struct Notified<'a>(&'a Wake);
+
+impl Future for Notified<'_> {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.0.permit.replace(false) {
+            return Poll::Ready(());
+        }
+        self.0.waker.set(Some(cx.waker().clone()));
+        Poll::Pending
+    }
+}
+
+/// A set of names allocated on first insert: most clients subscribe to
+/// nothing, and an empty `HashSet` is 48 bytes per connection (this is 8).
+/// Reads see an empty set until then; a write allocates it.
+#[derive(Default)]
+// The box is the point: an empty set inline costs 48 bytes, a pointer 8.
+#[allow(clippy::box_collection)]
+pub struct LazySet(Option<Box<HashSet<Vec<u8>>>>);
+
+static EMPTY_SET: std::sync::LazyLock<HashSet<Vec<u8>>> = std::sync::LazyLock::new(HashSet::new);
+
+impl std::ops::Deref for LazySet {
+    type Target = HashSet<Vec<u8>>;
+
+    fn deref(&self) -> &HashSet<Vec<u8>> {
+        self.0.as_deref().unwrap_or(&EMPTY_SET)
+    }
+}
+
+impl std::ops::DerefMut for LazySet {
+    fn deref_mut(&mut self) -> &mut HashSet<Vec<u8>> {
+        self.0.get_or_insert_with(Default::default)
+    }
+}
+
+impl<'a> IntoIterator for &'a LazySet {
+    type Item = &'a Vec<u8>;
+    type IntoIter = std::collections::hash_set::Iter<'a, Vec<u8>>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+/// `CLIENT SETINFO lib-name` / `lib-ver`.
+#[derive(Default)]
+pub struct LibInfo {
+    pub name: Option<Vec<u8>>,
+    pub ver: Option<Vec<u8>>,
 }
 
 /// `CLIENT REPLY` modes.
@@ -92,21 +173,24 @@ pub struct Client {
     pub reply: Reply,
     pub db: usize,
     pub name: Option<Vec<u8>>,
-    pub lib_name: Option<Vec<u8>>,
-    pub lib_ver: Option<Vec<u8>>,
+    /// CLIENT SETINFO values; boxed, as few clients set them.
+    pub lib: Option<Box<LibInfo>>,
     pub authenticated: bool,
-    pub user: String,
+    /// The ACL user (no allocation for `default`, every connection's).
+    pub user: std::borrow::Cow<'static, str>,
     pub addr: String,
-    pub laddr: String,
+    /// Shared by the clients of one listener.
+    pub laddr: std::rc::Rc<str>,
     pub conn_kind: ConnKind,
     pub created: Instant,
     pub last_interaction: Instant,
     pub multi: Option<Multi>,
     pub watched: Vec<WatchedKey>,
-    pub channels: HashSet<Vec<u8>>,
-    pub patterns: HashSet<Vec<u8>>,
-    pub shard_channels: HashSet<Vec<u8>>,
-    pub blocked: Option<Blocked>,
+    pub channels: LazySet,
+    pub patterns: LazySet,
+    pub shard_channels: LazySet,
+    /// Boxed: most clients never block, and every byte here is paid per connection.
+    pub blocked: Option<Box<Blocked>>,
     /// Answered, then closed (QUIT, protocol errors).
     pub close_after_reply: bool,
     pub reply_mode: ReplyMode,
@@ -150,7 +234,7 @@ impl Client {
     pub fn new(
         id: ClientId,
         addr: String,
-        laddr: String,
+        laddr: impl Into<std::rc::Rc<str>>,
         conn_kind: ConnKind,
         need_auth: bool,
     ) -> Client {
@@ -160,20 +244,19 @@ impl Client {
             reply: Reply::new(2),
             db: 0,
             name: None,
-            lib_name: None,
-            lib_ver: None,
+            lib: None,
             authenticated: !need_auth,
             user: "default".into(),
             addr,
-            laddr,
+            laddr: laddr.into(),
             conn_kind,
             created: now,
             last_interaction: now,
             multi: None,
             watched: Vec::new(),
-            channels: HashSet::new(),
-            patterns: HashSet::new(),
-            shard_channels: HashSet::new(),
+            channels: LazySet::default(),
+            patterns: LazySet::default(),
+            shard_channels: LazySet::default(),
             blocked: None,
             close_after_reply: false,
             reply_mode: ReplyMode::On,

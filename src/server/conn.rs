@@ -1,274 +1,378 @@
 //! One connection: read what is available, run every complete request, write the replies in one burst with the round's others.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
+use std::pin::Pin;
 use std::rc::Rc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::{Buf, BytesMut};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::time::Sleep;
 
 use super::client::{Client, ClientCell};
 use super::{blocking, Server};
-use crate::command::args::{Args, Argv};
-use crate::command::dispatch::dispatch;
-use crate::resp::decode::{self, Limits, Parsed};
+use crate::command::args::Args;
+use crate::resp::decode::{Decoder, Limits, Parsed};
 
+/// Bytes read from a socket at a time (Redis's `PROTO_IOBUF_LEN`).
 const READ_CHUNK: usize = 16 * 1024;
-/// Buffers above this size are released once empty, so one big request or
-/// reply does not pin memory for the life of the connection.
+/// The most a read into a connection's own buffer asks room for (a big
+/// argument on its way), and the largest such buffer kept once empty.
 const KEEP_CAPACITY: usize = 1024 * 1024;
+/// Output buffers above this size are released once written (Redis's
+/// per-client reply buffer is 16 KiB).
+pub const KEEP_OUTPUT: usize = 16 * 1024;
 /// Replies up to this size wait for the round's burst (see `serve`).
 const BURST_MAX: usize = 16 * 1024;
 
-/// Serves one client until it quits, is killed, or the socket closes.
-pub async fn serve<S>(srv: Rc<RefCell<Server>>, cell: Rc<ClientCell>, mut stream: S)
-where
-    S: AsyncRead + AsyncWrite + Unpin,
-{
-    let mut inbuf = BytesMut::with_capacity(READ_CHUNK);
-    let mut ranges: Vec<(usize, usize)> = Vec::with_capacity(16);
-    let mut need = 1usize;
-    let mut outbuf = BytesMut::new();
-    loop {
-        let (close, deadline_ms, idle_secs, blocked) = {
-            let mut s = srv.borrow_mut();
-            let mut c = cell.state.borrow_mut();
-            c.unblocked = false;
-            c.postponed = false;
-            if !c.pending_input.is_empty() {
-                // Input the busy-script poller read off the socket (see script::busy).
-                inbuf.extend_from_slice(&c.pending_input);
-                c.pending_input.clear();
-            }
-            if !cell.kill.get() {
-                process(&mut s, &mut c, &mut inbuf, &mut ranges, &mut need);
-                s.activity.notify_one();
-            }
-            super::tracking::before_sleep(&mut s, &mut c);
-            c.qbuf = inbuf.len();
-            let idle = if c.blocked.is_none()
-                && c.subscription_count() == 0
-                && c.shard_channels.is_empty()
-            {
-                s.config.timeout_secs
-            } else {
-                0
-            };
-            // A request held back by CLIENT PAUSE waits like a blocked one,
-            // until the pause ends (or CLIENT UNPAUSE wakes the task).
-            let pause_end = s.pause.filter(|_| c.postponed).map(|p| p.until_ms);
-            (
-                c.close_after_reply || cell.kill.get(),
-                c.blocked.as_ref().and_then(|b| b.deadline_ms).or(pause_end),
-                idle,
-                c.blocked.is_some() || c.postponed,
-            )
-        };
-        let pending = cell.state.borrow().reply.buf.len();
-        if pending > 0 && pending < BURST_MAX {
-            // Let every other connection that is ready run its requests
-            // first, so replies go out in one burst after the whole round,
-            // as Redis writes in beforeSleep. A reply sent between two
-            // clients' processing wakes a client that has just gone back to
-            // sleep; in a burst, the first send wakes it and the rest find it
-            // awake (P16 EVALSHA: +30%, half the kernel time per send).
-            // Big replies go at once: held back, a round's worth of them
-            // leaves the cache before it is copied out (P16 ZRANGE 0 99 lost 10%).
-            tokio::task::yield_now().await;
-        }
-        if flush(&srv, &cell, &mut stream, &mut outbuf).await.is_err() {
-            break;
-        }
-        if close {
-            break;
-        }
-        if !blocked && inbuf.len() >= need && need > 0 && !inbuf.is_empty() {
-            // Woken with requests still buffered (e.g. after being unblocked).
-            continue;
-        }
-        if inbuf.is_empty() && inbuf.capacity() > KEEP_CAPACITY {
-            inbuf = BytesMut::with_capacity(READ_CHUNK);
-        }
-        let want = need
-            .saturating_sub(inbuf.len())
-            .clamp(READ_CHUNK, KEEP_CAPACITY);
-        if inbuf.capacity() - inbuf.len() < want {
-            inbuf.reserve(want);
-        }
-        let sleep_deadline = async {
-            match deadline_ms {
-                Some(at) => {
-                    let ms = (at - crate::clock::real_now_us() / 1000).max(0) as u64;
-                    tokio::time::sleep(Duration::from_millis(ms)).await
-                }
-                None => std::future::pending().await,
-            }
-        };
-        let idle = async {
-            if idle_secs > 0 {
-                tokio::time::sleep(Duration::from_secs(idle_secs)).await
-            } else {
-                std::future::pending().await
-            }
-        };
-        tokio::select! {
-            r = stream.read_buf(&mut inbuf) => match r {
-                Ok(0) | Err(_) => break,
-                Ok(n) => {
-                    let mut s = srv.borrow_mut();
-                    s.stats.net_input_bytes += n as u64;
-                    cell.state.borrow_mut().net_in += n as u64;
-                }
-            },
-            _ = cell.wake.notified() => {}
-            _ = sleep_deadline => {
-                let mut s = srv.borrow_mut();
-                let mut c = cell.state.borrow_mut();
-                crate::clock::begin_command();
-                blocking::time_out(&mut s, &mut c);
-            }
-            _ = idle => {
-                break;
-            }
+/// The sockets a connection runs on (TCP, unix).
+pub trait Socket: AsyncRead + AsyncWrite + Unpin {}
+impl Socket for tokio::net::TcpStream {}
+impl Socket for tokio::net::UnixStream {}
+
+thread_local! {
+    /// The read buffer every connection on the data thread shares.
+    static SCRATCH: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+}
+
+/// Removes the client from the server when its task ends, however it ends:
+/// a return, a panic unwinding out of the task, or the runtime dropping it.
+/// Without this a fault left the client in CLIENT LIST and counted against
+/// `maxclients` for good.
+struct Registered {
+    srv: Rc<RefCell<Server>>,
+    cell: Rc<ClientCell>,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        match (self.srv.try_borrow_mut(), self.cell.state.try_borrow_mut()) {
+            (Ok(mut s), Ok(mut c)) => super::listener::remove_client(&mut s, &mut c),
+            _ => crate::log::warning(
+                "Connection closed while the server state was in use; client not removed",
+            ),
         }
     }
-    let _ = stream.shutdown().await;
-    let mut s = srv.borrow_mut();
-    let mut c = cell.state.borrow_mut();
-    super::listener::remove_client(&mut s, &mut c);
+}
+
+/// Per-connection parse state the task keeps between reads.
+struct Input {
+    /// Bytes read and not yet run: a request still arriving, or requests
+    /// held back (blocked, paused). Empty, with no allocation, when idle.
+    buf: BytesMut,
+    /// Allocated on the first request (the task's state is paid by every
+    /// idle connection, a connection that never sends pays nothing).
+    decoder: Option<Box<Decoder>>,
+    /// Do not parse again before `buf` holds this many bytes.
+    need: usize,
+}
+
+/// Serves one client until it quits, is killed, or the socket closes.
+///
+/// Not an `async fn`: one would keep a second copy of its arguments in the
+/// task's state, which every idle connection pays for (the guard holds the
+/// only references, and there is no output buffer between writes).
+pub fn serve<S: Socket>(
+    srv: Rc<RefCell<Server>>,
+    cell: Rc<ClientCell>,
+    mut stream: S,
+) -> impl std::future::Future<Output = ()> {
+    let registered = Registered { srv, cell };
+    async move {
+        let (srv, cell) = (&registered.srv, &registered.cell);
+        let mut input = Input {
+            buf: BytesMut::new(),
+            decoder: None,
+            need: 1,
+        };
+        loop {
+            let (close, deadline_ms, idle_secs, blocked) = {
+                let mut s = srv.borrow_mut();
+                let mut c = cell.state.borrow_mut();
+                c.unblocked = false;
+                c.postponed = false;
+                if !c.pending_input.is_empty() {
+                    // Input the busy-script poller read off the socket (see script::busy).
+                    input.buf.extend_from_slice(&c.pending_input);
+                    c.pending_input = Vec::new();
+                }
+                if !cell.kill.get() {
+                    let used = process(&mut s, &mut c, &mut input);
+                    input.buf.advance(used);
+                    s.activity.notify_one();
+                }
+                if input.buf.is_empty() && input.buf.capacity() > 0 {
+                    input.buf = BytesMut::new();
+                }
+                #[cfg(test)]
+                if c.name.as_deref() == Some(super::fault::PANIC_TASK_NAME) {
+                    panic!("injected task fault (test build)");
+                }
+                super::tracking::before_sleep(&mut s, &mut c);
+                c.qbuf = input.buf.len();
+                let idle = if c.blocked.is_none()
+                    && c.subscription_count() == 0
+                    && c.shard_channels.is_empty()
+                {
+                    s.config.timeout_secs
+                } else {
+                    0
+                };
+                // A request held back by CLIENT PAUSE waits like a blocked one,
+                // until the pause ends (or CLIENT UNPAUSE wakes the task).
+                let pause_end = s.pause.filter(|_| c.postponed).map(|p| p.until_ms);
+                (
+                    c.close_after_reply || cell.kill.get(),
+                    c.blocked.as_ref().and_then(|b| b.deadline_ms).or(pause_end),
+                    idle,
+                    c.blocked.is_some() || c.postponed,
+                )
+            };
+            let pending = cell.state.borrow().reply.buf.len();
+            if pending > 0 && pending < BURST_MAX {
+                // Let every other connection that is ready run its requests
+                // first, so replies go out in one burst after the whole round,
+                // as Redis writes in beforeSleep. A reply sent between two
+                // clients' processing wakes a client that has just gone back to
+                // sleep; in a burst, the first send wakes it and the rest find it
+                // awake (P16 EVALSHA: +30%, half the kernel time per send).
+                // Big replies go at once: held back, a round's worth of them
+                // leaves the cache before it is copied out (P16 ZRANGE 0 99 lost 10%).
+                tokio::task::yield_now().await;
+            }
+            if flush(srv, cell, &mut stream).await.is_err() {
+                break;
+            }
+            if close {
+                break;
+            }
+            if !blocked && input.buf.len() >= input.need && !input.buf.is_empty() {
+                // Woken with requests still buffered (e.g. after being unblocked).
+                continue;
+            }
+            // The timers live on the heap, and only while armed: they would
+            // otherwise take room in every idle connection's task.
+            let mut deadline = deadline_ms.map(|at| {
+                let ms = (at - crate::clock::real_now_us() / 1000).max(0) as u64;
+                Box::pin(tokio::time::sleep(Duration::from_millis(ms)))
+            });
+            let mut idle = (idle_secs > 0)
+                .then(|| Box::pin(tokio::time::sleep(Duration::from_secs(idle_secs))));
+            tokio::select! {
+                r = std::future::poll_fn(|cx| poll_read(cx, &mut stream, &mut input)) => {
+                    match r {
+                        Ok(0) => break,
+                        Ok(n) => {
+                            let mut s = srv.borrow_mut();
+                            let mut c = cell.state.borrow_mut();
+                            s.stats.net_input_bytes += n as u64;
+                            c.net_in += n as u64;
+                            if over_query_limit(&s, &mut c, &input) {
+                                break;
+                            }
+                        }
+                        Err(_) => break,
+                    }
+                },
+                _ = cell.wake.notified() => {}
+                _ = armed(&mut deadline) => {
+                    let mut s = srv.borrow_mut();
+                    let mut c = cell.state.borrow_mut();
+                    crate::clock::begin_command();
+                    blocking::time_out(&mut s, &mut c);
+                }
+                _ = armed(&mut idle) => {
+                    break;
+                }
+            }
+        }
+        let _ = stream.shutdown().await;
+    }
+}
+
+/// Waits for a timer that may not be set (then forever).
+async fn armed(timer: &mut Option<Pin<Box<Sleep>>>) {
+    match timer {
+        Some(t) => t.as_mut().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Reads what the socket has: into the buffer shared by every connection,
+/// keeping a copy of the bytes only (most reads hold whole requests, run
+/// before the next read), or straight into the connection's buffer while a
+/// big argument arrives. The wait itself keeps no buffer: an idle
+/// connection holds none. (tokio's `poll_read` also knows a short read
+/// drained the socket, so no extra read is needed to find out.)
+fn poll_read<S: Socket>(
+    cx: &mut Context<'_>,
+    stream: &mut S,
+    input: &mut Input,
+) -> Poll<std::io::Result<usize>> {
+    let want = input.need.saturating_sub(input.buf.len());
+    if want > READ_CHUNK {
+        input.buf.reserve(want.min(KEEP_CAPACITY));
+        let len = input.buf.len();
+        let mut rb = ReadBuf::uninit(input.buf.spare_capacity_mut());
+        let r = Pin::new(stream).poll_read(cx, &mut rb);
+        let n = rb.filled().len();
+        // SAFETY: `poll_read` initialised the `n` bytes it reports filled,
+        // right after the buffer's length.
+        unsafe { input.buf.set_len(len + n) };
+        return r.map_ok(|()| n);
+    }
+    let mut scratch = SCRATCH.with(|c| c.take());
+    scratch.resize(READ_CHUNK, 0);
+    let mut rb = ReadBuf::new(&mut scratch);
+    let r = Pin::new(stream).poll_read(cx, &mut rb);
+    let n = rb.filled().len();
+    input.buf.extend_from_slice(rb.filled());
+    SCRATCH.with(|c| c.set(scratch));
+    r.map_ok(|()| n)
+}
+
+/// Redis's `client-query-buffer-limit` check after a read: input not yet
+/// parsed into arguments (a request still arriving, or everything a blocked
+/// or paused client keeps sending) past the limit closes the client, with a
+/// log line and no reply, as Redis's `readQueryFromClient` does.
+fn over_query_limit(s: &Server, c: &mut Client, input: &Input) -> bool {
+    let parsed = input.decoder.as_ref().map_or(0, |d| d.parsed_len());
+    let unparsed = &input.buf[parsed..];
+    if (unparsed.len() as u64) <= s.config.client_query_buffer_limit {
+        return false;
+    }
+    c.qbuf = unparsed.len();
+    let mut head = Vec::new();
+    super::monitor::repr(&mut head, &unparsed[..unparsed.len().min(64)]);
+    crate::log::warning(&format!(
+        "Closing client that reached max query buffer length: {} (qbuf initial bytes: {})",
+        crate::cmd::server::client::describe(c, false, 0),
+        String::from_utf8_lossy(&head)
+    ));
+    true
 }
 
 /// Writes whatever the client has queued, including output other clients
-/// added while an earlier write was in flight.
-async fn flush<S: AsyncWrite + Unpin>(
-    srv: &Rc<RefCell<Server>>,
-    cell: &Rc<ClientCell>,
-    stream: &mut S,
-    outbuf: &mut BytesMut,
-) -> std::io::Result<()> {
-    loop {
-        {
-            let mut c = cell.state.borrow_mut();
-            if c.reply.buf.is_empty() {
-                if c.reply.buf.capacity() > KEEP_CAPACITY {
-                    c.reply.buf = BytesMut::with_capacity(READ_CHUNK);
-                }
-                return Ok(());
-            }
-            std::mem::swap(&mut c.reply.buf, outbuf);
-        }
-        // Write without holding up a kill (a slow reader over its output
-        // limit): `write` is cancel-safe, so a wake-up loses no progress.
-        let mut written = 0;
-        let mut rearm = false;
-        while written < outbuf.len() {
-            tokio::select! {
-                // The write first: when it completes at once (the common
-                // case) the wake-up future is never registered.
-                biased;
-                r = stream.write(&outbuf[written..]) => match r? {
-                    0 => return Err(std::io::ErrorKind::WriteZero.into()),
-                    n => written += n,
-                },
-                _ = cell.wake.notified() => {
-                    if cell.kill.get() {
-                        return Err(std::io::Error::other("client killed"));
+/// added while an earlier write was in flight. (Not an `async fn`, which
+/// would keep its arguments twice in the connection task's state.)
+#[allow(clippy::manual_async_fn)]
+fn flush<'a, S: AsyncWrite + Unpin>(
+    srv: &'a Rc<RefCell<Server>>,
+    cell: &'a Rc<ClientCell>,
+    stream: &'a mut S,
+) -> impl std::future::Future<Output = std::io::Result<()>> + 'a {
+    async move {
+        // What is being written; the client's buffer takes new output meanwhile.
+        let outbuf = &mut BytesMut::new();
+        loop {
+            {
+                let mut c = cell.state.borrow_mut();
+                if c.reply.buf.is_empty() {
+                    if c.reply.buf.capacity() > KEEP_OUTPUT {
+                        c.reply.buf = BytesMut::new();
                     }
-                    rearm = true;
+                    return Ok(());
+                }
+                std::mem::swap(&mut c.reply.buf, outbuf);
+            }
+            // Write without holding up a kill (a slow reader over its output
+            // limit): `write` is cancel-safe, so a wake-up loses no progress.
+            let mut written = 0;
+            let mut rearm = false;
+            while written < outbuf.len() {
+                tokio::select! {
+                    // The write first: when it completes at once (the common
+                    // case) the wake-up future is never registered.
+                    biased;
+                    r = stream.write(&outbuf[written..]) => match r? {
+                        0 => return Err(std::io::ErrorKind::WriteZero.into()),
+                        n => written += n,
+                    },
+                    _ = cell.wake.notified() => {
+                        if cell.kill.get() {
+                            return Err(std::io::Error::other("client killed"));
+                        }
+                        rearm = true;
+                    }
                 }
             }
-        }
-        if rearm {
-            // Hand the wake-up on to the main loop (unblocked, more output).
-            cell.wake.notify_one();
-        }
-        let n = outbuf.len() as u64;
-        srv.borrow_mut().stats.net_output_bytes += n;
-        cell.state.borrow_mut().net_out += n;
-        outbuf.clear();
-        if outbuf.capacity() > KEEP_CAPACITY {
-            *outbuf = BytesMut::new();
+            if rearm {
+                // Hand the wake-up on to the main loop (unblocked, more output).
+                cell.wake.notify_one();
+            }
+            let n = outbuf.len() as u64;
+            srv.borrow_mut().stats.net_output_bytes += n;
+            outbuf.clear();
+            let mut c = cell.state.borrow_mut();
+            c.net_out += n;
+            // One buffer per connection: the written one goes back to the
+            // client unless more output arrived during the write.
+            if c.reply.buf.is_empty() {
+                std::mem::swap(&mut c.reply.buf, outbuf);
+            }
         }
     }
 }
 
-/// Runs every complete request in `inbuf`, stopping early when the client
-/// blocks or must close.
-fn process(
-    srv: &mut Server,
-    c: &mut Client,
-    inbuf: &mut BytesMut,
-    ranges: &mut Vec<(usize, usize)>,
-    need: &mut usize,
-) {
+/// Runs every complete request at the front of `input`, stopping early when
+/// the client blocks or must close. Returns the bytes used.
+fn process(srv: &mut Server, c: &mut Client, input: &mut Input) -> usize {
     // Idle time counts from the last batch of requests read (one clock
     // read per batch, as Redis uses its cached time).
     let mut touched = false;
-    // Bytes of this batch already run: Redis trims its query buffer after
-    // the batch, so CLIENT LIST's qbuf counts them during a command.
-    let mut ran = 0usize;
+    let mut used = 0;
     loop {
+        let rest = &input.buf[used..];
         if c.blocked.is_some()
             || c.postponed
             || c.close_after_reply
-            || inbuf.len() < *need
-            || inbuf.is_empty()
+            || rest.is_empty()
+            || rest.len() < input.need
         {
-            return;
+            return used;
         }
         let limits = Limits {
             max_bulk: srv.config.proto_max_bulk_len,
             authenticated: c.authenticated,
         };
-        match decode::parse(&inbuf[..], ranges, limits) {
-            Parsed::Incomplete { need: n } => {
-                *need = n;
-                return;
+        let decoder = input.decoder.get_or_insert_with(Default::default);
+        match decoder.parse(rest, limits) {
+            Parsed::Incomplete { need } => {
+                input.need = need;
+                return used;
             }
-            Parsed::Error(msg) => {
-                c.reply.error_line(&format!("ERR Protocol error: {msg}"));
+            Parsed::Error(e) => {
+                c.reply.error_bytes(&e.reply());
                 c.close_after_reply = true;
                 crate::log::verbose(&format!(
-                    "Protocol error ({msg}) from client: id={} addr={}",
-                    c.id, c.addr
+                    "Protocol error ({}) from client: id={} addr={}",
+                    e.reason(),
+                    c.id,
+                    c.addr
                 ));
-                return;
+                return used;
             }
-            Parsed::Command { consumed, inline } => {
-                *need = 1;
+            Parsed::Command { consumed } => {
+                input.need = 1;
+                let (buf, ranges) = decoder.request(&rest[..consumed]);
                 if !ranges.is_empty() {
                     if !touched {
                         c.last_interaction = std::time::Instant::now();
                         touched = true;
                     }
-                    c.qbuf = ran + inbuf.len();
-                    if inline {
-                        let argv = inline_argv(inbuf, ranges);
-                        dispatch(srv, c, &argv.args());
-                    } else {
-                        let args = Args::new(&inbuf[..], ranges);
-                        dispatch(srv, c, &args);
-                    }
+                    // Redis trims its query buffer after the batch, so
+                    // CLIENT LIST's qbuf counts the batch during a command.
+                    c.qbuf = input.buf.len();
+                    super::fault::dispatch_guarded(srv, c, &Args::new(buf, ranges));
                     if c.postponed {
-                        // CLIENT PAUSE holds it: it stays in the buffer.
-                        return;
+                        // CLIENT PAUSE holds it: left in the buffer, parsed
+                        // again when the pause ends.
+                        return used;
                     }
                 }
-                inbuf.advance(consumed);
-                ran += consumed;
+                used += consumed;
             }
         }
     }
-}
-
-/// The words of an inline request, unquoted.
-fn inline_argv(inbuf: &[u8], ranges: &[(usize, usize)]) -> Argv {
-    Argv::from_slices(
-        ranges
-            .iter()
-            .map(|&(s, e)| decode::inline_word(&inbuf[s..e]))
-            .collect::<Vec<_>>()
-            .iter()
-            .map(|v| &v[..]),
-    )
 }

@@ -1,4 +1,4 @@
-//! The periodic task (Redis's `serverCron`): active expiry and stats sampling.
+//! The periodic task (Redis's `serverCron`): active expiry, stats sampling, idle memory release.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -15,6 +15,8 @@ const BUDGET: Duration = Duration::from_millis(1);
 pub async fn run(srv: Rc<RefCell<Server>>) {
     // Events raised by the cron (expired keys) are published as this client.
     let mut internal = Client::new(0, String::new(), String::new(), ConnKind::Script, false);
+    let mut ticks = 0u32;
+    let mut closed_at_trim = 0;
     loop {
         let hz = srv.borrow().config.hz.max(1);
         tokio::time::sleep(Duration::from_millis(1000 / hz as u64)).await;
@@ -32,9 +34,60 @@ pub async fn run(srv: Rc<RefCell<Server>>) {
         }
         let now = crate::clock::now_ms();
         s.stats.sample_ops(now);
+        ticks += 1;
+        if ticks >= hz {
+            ticks = 0;
+            release_idle_memory(&mut s, &mut closed_at_trim);
+        }
         crate::command::dispatch::after_command(&mut s, &mut internal);
         super::tracking::before_sleep(&mut s, &mut internal);
         internal.reply.buf.clear();
+    }
+}
+
+/// Clients closed since the last trim that make the cron return freed heap
+/// to the OS (each left a few KiB behind in glibc's free lists).
+const CLOSED_BEFORE_TRIM: u64 = 1000;
+/// Clients idle this long give back their empty output buffer (as Redis's
+/// clientsCron resizes the buffers of clients idle for more than 2 s).
+const IDLE_BUFFER_SECS: u64 = 2;
+
+/// Once a second: idle clients' empty output buffers are freed, and after
+/// many clients have gone the heap they left is returned to the OS, so
+/// resident memory comes back down after a burst of connections.
+fn release_idle_memory(s: &mut Server, closed_at_trim: &mut u64) {
+    let idle = Duration::from_secs(IDLE_BUFFER_SECS);
+    for cell in s.clients.values() {
+        if let Ok(mut c) = cell.state.try_borrow_mut() {
+            if c.reply.buf.is_empty()
+                && c.reply.buf.capacity() > 0
+                && c.last_interaction.elapsed() > idle
+            {
+                c.reply.buf = bytes::BytesMut::new();
+            }
+        }
+    }
+    let closed = s.stats.connections_received - s.clients.len() as u64;
+    if closed.saturating_sub(*closed_at_trim) >= CLOSED_BEFORE_TRIM {
+        *closed_at_trim = closed;
+        release_free_memory();
+    }
+}
+
+/// Hands free heap pages back to the OS. glibc's allocator keeps them
+/// otherwise, so resident memory would stay at its peak after FLUSHALL or
+/// after many clients left (Redis's jemalloc returns them on its own).
+pub fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        extern "C" {
+            fn malloc_trim(pad: usize) -> i32;
+        }
+        // SAFETY: malloc_trim only returns free heap memory to the kernel;
+        // it touches no live allocation.
+        unsafe {
+            malloc_trim(0);
+        }
     }
 }
 

@@ -104,14 +104,21 @@ fn listen_on(host: &str, port: u16) -> std::io::Result<TcpListener> {
 pub fn spawn_tcp_accept(srv: &Rc<RefCell<Server>>, l: TcpListener) -> tokio::task::AbortHandle {
     let srv = srv.clone();
     tokio::task::spawn_local(async move {
+        // Clients of one listener share one local address text.
+        let mut local: Option<(SocketAddr, Rc<str>)> = None;
         loop {
             match l.accept().await {
                 Ok((stream, peer)) => {
                     let _ = stream.set_nodelay(true);
-                    let laddr = stream
-                        .local_addr()
-                        .map(|a| a.to_string())
-                        .unwrap_or_default();
+                    let laddr = match (stream.local_addr().ok(), &local) {
+                        (Some(a), Some((b, text))) if a == *b => text.clone(),
+                        (Some(a), _) => {
+                            let text: Rc<str> = a.to_string().into();
+                            local = Some((a, text.clone()));
+                            text
+                        }
+                        (None, _) => "".into(),
+                    };
                     accept_client(&srv, stream, peer.to_string(), laddr, ConnKind::Tcp);
                 }
                 Err(e) => {
@@ -129,16 +136,15 @@ fn accept_client<S>(
     srv: &Rc<RefCell<Server>>,
     stream: S,
     addr: String,
-    laddr: String,
+    laddr: Rc<str>,
     kind: ConnKind,
 ) where
-    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + std::os::fd::AsRawFd + 'static,
+    S: super::conn::Socket + std::os::fd::AsRawFd + 'static,
 {
     let cell = register_client(&mut srv.borrow_mut(), stream.as_raw_fd(), addr, laddr, kind);
-    let srv = srv.clone();
-    tokio::task::spawn_local(async move {
-        super::conn::serve(srv, cell, stream).await;
-    });
+    // The connection's future itself, not wrapped in another that would
+    // hold a second copy of its arguments (see `conn::serve`).
+    tokio::task::spawn_local(super::conn::serve(srv.clone(), cell, stream));
 }
 
 /// As `accept_client`, for a connection accepted while the server state is
@@ -148,16 +154,15 @@ pub fn accept_client_borrowed<S>(
     s: &mut Server,
     stream: S,
     addr: String,
-    laddr: String,
+    laddr: Rc<str>,
     kind: ConnKind,
 ) where
-    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + std::os::fd::AsRawFd + 'static,
+    S: super::conn::Socket + std::os::fd::AsRawFd + 'static,
 {
     let cell = register_client(s, stream.as_raw_fd(), addr, laddr, kind);
-    let srv = srv.clone();
-    tokio::task::spawn_local(async move {
-        super::conn::serve(srv, cell, stream).await;
-    });
+    // The connection's future itself, not wrapped in another that would
+    // hold a second copy of its arguments (see `conn::serve`).
+    tokio::task::spawn_local(super::conn::serve(srv.clone(), cell, stream));
 }
 
 /// Creates a client's state and adds it to the registry.
@@ -165,7 +170,7 @@ fn register_client(
     s: &mut Server,
     fd: std::os::fd::RawFd,
     addr: String,
-    laddr: String,
+    laddr: Rc<str>,
     kind: ConnKind,
 ) -> Rc<ClientCell> {
     s.stats.connections_received += 1;
@@ -188,7 +193,7 @@ fn register_client(
     }
     let cell = Rc::new(ClientCell {
         state: RefCell::new(client),
-        wake: Notify::new(),
+        wake: Default::default(),
         kill: Cell::new(false),
     });
     s.clients.insert(id, cell.clone());
@@ -232,6 +237,7 @@ pub async fn run(
     if let Some(l) = unix {
         let srv = srv.clone();
         let path = srv.borrow().config.unixsocket.clone().unwrap_or_default();
+        let laddr: Rc<str> = path.clone().into();
         tokio::task::spawn_local(async move {
             loop {
                 match l.accept().await {
@@ -239,7 +245,7 @@ pub async fn run(
                         &srv,
                         stream,
                         format!("{path}:0"),
-                        path.clone(),
+                        laddr.clone(),
                         ConnKind::Unix,
                     ),
                     Err(e) => {

@@ -4,6 +4,7 @@ pub mod blocking;
 pub mod client;
 pub mod conn;
 pub mod cron;
+pub mod fault;
 pub mod listener;
 pub mod monitor;
 pub mod notify;

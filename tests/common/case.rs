@@ -2,8 +2,6 @@
 
 use std::path::{Path, PathBuf};
 
-use oxidis::resp::decode::{self, Limits, Parsed};
-
 /// One line of a case: a command (or `~read`) on a client, or `!sleep`.
 pub struct Step {
     pub line: usize,
@@ -22,19 +20,8 @@ pub struct Case {
 }
 
 pub fn split_words(s: &str) -> Vec<Vec<u8>> {
-    let line = format!("{s}\n");
-    let mut ranges = Vec::new();
-    let limits = Limits {
-        max_bulk: i64::MAX,
-        authenticated: true,
-    };
-    match decode::parse(line.as_bytes(), &mut ranges, limits) {
-        Parsed::Command { .. } => ranges
-            .iter()
-            .map(|&(a, b)| decode::inline_word(&line.as_bytes()[a..b]))
-            .collect(),
-        other => panic!("cannot split case line {s:?}: {other:?}"),
-    }
+    oxidis::resp::inline::split(s.as_bytes())
+        .unwrap_or_else(|| panic!("cannot split case line {s:?}: unbalanced quotes"))
 }
 
 pub fn parse_case(path: &Path) -> Case {

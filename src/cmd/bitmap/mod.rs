@@ -170,32 +170,30 @@ fn popcount(b: &[u8], s: u64, e: u64) -> u64 {
 /// ```
 /// Integer: the number of set bits.
 fn bitcount(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
-    let range = match args.len() {
-        2 => None,
+    // Redis looks the key up before reading the range: a missing key counts
+    // 0 whatever follows, and a range of two negatives with start > end
+    // counts 0 before the unit word is read.
+    let argc = args.len();
+    let Some(b) = read_bytes(ctx, args.at(1))? else {
+        ctx.out().int(0);
+        return Ok(());
+    };
+    let span = match argc {
+        2 if b.is_empty() => None,
+        2 => Some((0, b.len() as u64 * 8 - 1)),
         4 | 5 => {
             let s = parse_i64(args.at(2)).ok_or(Error::NotInteger)?;
             let e = parse_i64(args.at(3)).ok_or(Error::NotInteger)?;
-            let bit = if args.len() == 5 {
-                unit(args.at(4))?
+            if s < 0 && e < 0 && s > e {
+                None
             } else {
-                false
-            };
-            Some((s, e, bit))
+                let bit = argc == 5 && unit(args.at(4))?;
+                resolve_range(s, e, b.len(), bit)
+            }
         }
         _ => return Err(Error::Syntax),
     };
-    let n = match read_bytes(ctx, args.at(1))? {
-        None => 0,
-        Some(b) => {
-            let span = match range {
-                None if b.is_empty() => None,
-                None => Some((0, b.len() as u64 * 8 - 1)),
-                Some((s, e, _)) if s < 0 && e < 0 && s > e => None,
-                Some((s, e, bit)) => resolve_range(s, e, b.len(), bit),
-            };
-            span.map_or(0, |(s, e)| popcount(&b, s, e))
-        }
-    };
+    let n = span.map_or(0, |(s, e)| popcount(&b, s, e));
     ctx.out().int(n as i64);
     Ok(())
 }

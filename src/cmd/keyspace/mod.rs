@@ -2,7 +2,7 @@
 //! keys between names and databases in `moves`, OBJECT in `object`.
 
 mod expire;
-mod moves;
+pub(crate) mod moves;
 mod object;
 
 use super::scan;

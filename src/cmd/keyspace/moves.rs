@@ -23,8 +23,8 @@ fn parse_int(arg: &[u8], msg: Option<&'static str>) -> Result<i32, Error> {
     })
 }
 
-/// A database index for MOVE and COPY ... DB (`selectDb` rules).
-fn db_index(ctx: &Ctx, arg: &[u8]) -> Result<usize, Error> {
+/// A database index for SELECT, MOVE and COPY ... DB (`selectDb` rules).
+pub(crate) fn db_index(ctx: &Ctx, arg: &[u8]) -> Result<usize, Error> {
     let id = parse_int(arg, None)?;
     if id < 0 || id as usize >= ctx.srv.ks.dbs.len() {
         return Err(Error::DbIndex);
@@ -209,7 +209,7 @@ pub fn flushdb(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     ctx.srv.ks.dirty += n as u64;
     // Propagated even when the database was already empty, as Redis does.
     ctx.force_propagation();
-    release_free_memory();
+    crate::server::cron::release_free_memory();
     ctx.out().ok();
     Ok(())
 }
@@ -226,24 +226,7 @@ pub fn flushall(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     }
     ctx.srv.ks.dirty += n as u64 + 1;
     ctx.force_propagation();
-    release_free_memory();
+    crate::server::cron::release_free_memory();
     ctx.out().ok();
     Ok(())
-}
-
-/// Hands the pages a flush freed back to the OS. glibc's allocator keeps
-/// them otherwise, so resident memory would stay at its peak after FLUSHALL
-/// (Redis's jemalloc returns them on its own).
-fn release_free_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        extern "C" {
-            fn malloc_trim(pad: usize) -> i32;
-        }
-        // SAFETY: malloc_trim only returns free heap memory to the kernel;
-        // it touches no live allocation.
-        unsafe {
-            malloc_trim(0);
-        }
-    }
 }

@@ -193,12 +193,15 @@ fn index_of(i: i64, len: usize) -> Option<usize> {
 /// Bulk string, or null when out of range or missing.
 fn lindex(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let key = args.at(1);
-    let i = int_at(args, 2)?;
     let (db, out) = ctx.db_out();
-    match db
-        .read::<List>(key)?
-        .and_then(|l| l.get(index_of(i, l.len())?))
-    {
+    // The key is looked up before the index is read, as in Redis: a missing
+    // key answers null whatever the index says.
+    let Some(l) = db.read::<List>(key)? else {
+        out.null();
+        return Ok(());
+    };
+    let i = int_at(args, 2)?;
+    match index_of(i, l.len()).and_then(|p| l.get(p)) {
         Some(v) => out.bulk(v),
         None => out.null(),
     }

@@ -327,8 +327,9 @@ pub fn brpop(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// ```
 /// Array `[key, [elements]]`, or a null array on timeout.
 pub fn blmpop(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
-    let timeout = blocking::parse_timeout(args.at(1))?;
+    // Redis reads the timeout after numkeys, the direction and COUNT.
     let m = parse_mpop(args, 2)?;
+    let timeout = blocking::parse_timeout(args.at(1))?;
     match first_ready(ctx, &m.keys)? {
         Some(k) => mpop_reply(ctx, k, m.end, m.count),
         None => block_or_null(ctx, args, &m.keys, timeout, false),

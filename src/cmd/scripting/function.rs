@@ -59,6 +59,7 @@ fn fcall_generic(ctx: &mut Ctx, args: &Args, read_only: bool) -> CmdResult {
         keys,
         args: argv,
         read_only: flags & NO_WRITES != 0,
+        allow_oom: flags & crate::script::cmd_flags::ALLOW_OOM != 0,
         is_function: true,
         command: args.from(0).map(|a| a.to_vec()).collect(),
     };

@@ -153,6 +153,7 @@ fn eval_generic(ctx: &mut Ctx, args: &Args, by_sha: bool, read_only: bool) -> Cm
         keys,
         args: argv,
         read_only,
+        allow_oom: flags.is_some_and(|f| f & crate::script::cmd_flags::ALLOW_OOM != 0),
         is_function: false,
         command: Vec::new(),
     };

@@ -175,10 +175,11 @@ fn setinfo(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         ));
     }
     let v = (!val.is_empty()).then(|| val.to_vec());
+    let lib = ctx.client.lib.get_or_insert_with(Default::default);
     if lib_name {
-        ctx.client.lib_name = v;
+        lib.name = v;
     } else {
-        ctx.client.lib_ver = v;
+        lib.ver = v;
     }
     ctx.out().ok();
     Ok(())
@@ -217,7 +218,7 @@ fn type_of(c: &Client) -> Type {
 fn laddr(c: &Client) -> String {
     match c.conn_kind {
         ConnKind::Unix => format!("{}:0", c.laddr),
-        _ => c.laddr.clone(),
+        _ => c.laddr.to_string(),
     }
 }
 
@@ -314,8 +315,8 @@ pub fn describe(c: &Client, current: bool, argv_mem: usize) -> String {
         c.user,
         redir,
         c.reply.resp,
-        s(&c.lib_name),
-        s(&c.lib_ver),
+        s(c.lib.as_ref().map_or(&None, |l| &l.name)),
+        s(c.lib.as_ref().map_or(&None, |l| &l.ver)),
     )
 }
 

@@ -33,22 +33,25 @@ const HELP: &[&str] = &[
     "    Prints this help.",
 ];
 
-const DEBUG_REFUSED: &str = "DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.";
+/// The gate's answer to DEBUG when `enable-debug-command` refuses it.
+pub const DEBUG_REFUSED: &str = "DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.";
+
+/// True when `enable-debug-command` lets this client run DEBUG: `yes`, or
+/// `local` on a local connection. The gate checks it (before AUTH, as Redis).
+pub fn debug_allowed(srv: &crate::server::Server, c: &crate::server::client::Client) -> bool {
+    match srv.config.enable_debug {
+        1 => true,
+        2 => super::is_local(c),
+        _ => false,
+    }
+}
 
 /// ```text
 /// DEBUG SLEEP seconds
 /// ```
-/// `OK` after sleeping (the whole server waits, as in Redis). Refused unless
-/// `enable-debug-command` is `yes` (or `local` on a local connection).
+/// `OK` after sleeping (the whole server waits, as in Redis). The gate
+/// refuses it unless `enable-debug-command` allows it (see [`debug_allowed`]).
 pub fn debug(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
-    let allowed = match ctx.srv.config.enable_debug {
-        1 => true,
-        2 => super::is_local(ctx.client),
-        _ => false,
-    };
-    if !allowed {
-        return Err(Error::msg(DEBUG_REFUSED));
-    }
     let sub = args.next().unwrap_or_default();
     if sub.eq_ignore_ascii_case(b"sleep") && args.len() == 3 {
         let secs = crate::types::number::parse_f64(args.at(2)).unwrap_or(0.0);

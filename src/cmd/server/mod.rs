@@ -1,10 +1,10 @@
 //! Server commands: CONFIG, CLIENT, COMMAND, INFO, SLOWLOG, LATENCY, MEMORY, DEBUG,
 //! TIME, LASTSAVE, ROLE, MONITOR, SHUTDOWN.
 
-mod client;
+pub(crate) mod client;
 mod command;
 mod config;
-mod debug;
+pub(crate) mod debug;
 mod debug_more;
 pub mod info;
 pub mod latency;
@@ -38,7 +38,7 @@ pub static SPECS: &[CommandSpec] = &[
     CommandSpec::container("slowlog", -2, slowlog::SUBS),
     CommandSpec::container("memory", -2, debug::MEMORY_SUBS),
     CommandSpec::container("latency", -2, latency::SUBS),
-    CommandSpec::new("debug", -2, ADMIN_SUB, (0, 0, 0), debug::debug),
+    CommandSpec::new("debug", -2, ADMIN_SUB | PROTECTED, (0, 0, 0), debug::debug),
     CommandSpec::new(
         "shutdown",
         -1,

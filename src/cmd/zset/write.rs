@@ -468,8 +468,9 @@ pub fn zmpop(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// ```
 /// [key, [[member, score], ...]], or null on timeout.
 pub fn bzmpop(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
-    let timeout = blocking::parse_timeout(args.at(1))?;
+    // Redis reads the timeout after numkeys, MIN|MAX and COUNT.
     let (keys, max, count) = parse_mpop(args, 2)?;
+    let timeout = blocking::parse_timeout(args.at(1))?;
     match first_nonempty(ctx, args, keys.clone())? {
         Some(i) => pop_from(ctx, args.at(i), max, count, MPOP_SHAPE),
         None if ctx.in_exec => ctx.out().null_array(),
