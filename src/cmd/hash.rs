@@ -3,7 +3,6 @@
 use super::scan;
 use crate::command::flags::*;
 use crate::command::{Args, CommandSpec};
-use crate::db::{Db, Value};
 use crate::error::{CmdResult, Error};
 use crate::resp::encode::Reply;
 use crate::server::{notify, Ctx};
@@ -36,32 +35,6 @@ pub static SPECS: &[CommandSpec] = &[
     CommandSpec::new("hscan", -3, READONLY, (1, 1, 1), hscan),
 ];
 
-/// The hash at `key` for reading (counts a keyspace hit or miss).
-fn read<'a>(db: &'a mut Db, key: &[u8]) -> Result<Option<&'a Hash>, Error> {
-    match db.get(key) {
-        None => Ok(None),
-        Some(Value::Hash(h)) => Ok(Some(h)),
-        Some(_) => Err(Error::WrongType),
-    }
-}
-
-/// The hash at `key` for writing.
-fn write<'a>(db: &'a mut Db, key: &[u8]) -> Result<Option<&'a mut Hash>, Error> {
-    match db.get_mut(key) {
-        None => Ok(None),
-        Some(Value::Hash(h)) => Ok(Some(h)),
-        Some(_) => Err(Error::WrongType),
-    }
-}
-
-/// The hash at `key`, created empty when absent (WRONGTYPE for another type).
-fn write_or_create<'a>(db: &'a mut Db, key: &[u8]) -> Result<&'a mut Hash, Error> {
-    match db.get_or_create(key, || Value::Hash(Hash::new())).0 {
-        Value::Hash(h) => Ok(h),
-        _ => Err(Error::WrongType),
-    }
-}
-
 /// The `hash-max-listpack-*` limits in force.
 fn limits(ctx: &Ctx) -> Limits {
     Limits {
@@ -77,7 +50,7 @@ fn set_pairs(ctx: &mut Ctx, args: &Args) -> Result<i64, Error> {
     }
     let key = args.at(1);
     let lim = limits(ctx);
-    let h = write_or_create(ctx.db(), key)?;
+    let h = ctx.db().write_or_create(key, Hash::new)?.0;
     h.prepare(args.from(2), lim);
     let mut created = 0;
     let mut i = 2;
@@ -117,7 +90,7 @@ fn hmset(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 fn hsetnx(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let (key, field, value) = (args.at(1), args.at(2), args.at(3));
     let lim = limits(ctx);
-    let h = write_or_create(ctx.db(), key)?;
+    let h = ctx.db().write_or_create(key, Hash::new)?.0;
     if h.contains(field) {
         ctx.out().int(0);
         return Ok(());
@@ -135,7 +108,7 @@ fn hsetnx(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// Bulk string, or null.
 fn hget(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let (db, out) = ctx.db_out();
-    match read(db, args.at(1))?.and_then(|h| h.get(args.at(2))) {
+    match db.read::<Hash>(args.at(1))?.and_then(|h| h.get(args.at(2))) {
         Some(v) => out.bulk(v),
         None => out.null(),
     }
@@ -148,7 +121,7 @@ fn hget(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// Array of bulk strings or nulls.
 fn hmget(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let (db, out) = ctx.db_out();
-    let h = read(db, args.at(1))?;
+    let h = db.read::<Hash>(args.at(1))?;
     out.array(args.len() - 2);
     for f in args.from(2) {
         match h.and_then(|h| h.get(f)) {
@@ -169,7 +142,7 @@ enum Parts {
 
 fn get_all(ctx: &mut Ctx, args: &Args, parts: Parts) -> CmdResult {
     let (db, out) = ctx.db_out();
-    let h = read(db, args.at(1))?;
+    let h = db.read::<Hash>(args.at(1))?;
     let n = h.map_or(0, |h| h.len());
     match parts {
         Parts::Both => out.map(n),
@@ -218,7 +191,7 @@ fn hvals(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// Integer: fields removed; the key goes with its last field.
 fn hdel(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let key = args.at(1);
-    let Some(h) = write(ctx.db(), key)? else {
+    let Some(h) = ctx.db().write::<Hash>(key)? else {
         ctx.out().int(0);
         return Ok(());
     };
@@ -235,8 +208,7 @@ fn hdel(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     if n > 0 {
         ctx.modified(key, notify::HASH, "hdel");
         if empty {
-            ctx.db().remove(key);
-            ctx.modified(key, notify::GENERIC, "del");
+            ctx.delete_key(key);
         }
     }
     ctx.out().int(n);
@@ -249,7 +221,9 @@ fn hdel(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// Integer: 1 or 0.
 fn hexists(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let (db, out) = ctx.db_out();
-    let found = read(db, args.at(1))?.is_some_and(|h| h.contains(args.at(2)));
+    let found = db
+        .read::<Hash>(args.at(1))?
+        .is_some_and(|h| h.contains(args.at(2)));
     out.int(found as i64);
     Ok(())
 }
@@ -260,7 +234,7 @@ fn hexists(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// Integer.
 fn hlen(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let (db, out) = ctx.db_out();
-    let n = read(db, args.at(1))?.map_or(0, |h| h.len());
+    let n = db.read::<Hash>(args.at(1))?.map_or(0, |h| h.len());
     out.int(n as i64);
     Ok(())
 }
@@ -271,7 +245,8 @@ fn hlen(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// Integer: the value's length, 0 when absent.
 fn hstrlen(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let (db, out) = ctx.db_out();
-    let n = read(db, args.at(1))?
+    let n = db
+        .read::<Hash>(args.at(1))?
         .and_then(|h| h.get(args.at(2)))
         .map_or(0, |v| v.len());
     out.int(n as i64);
@@ -286,7 +261,7 @@ fn hincrby(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let (key, field) = (args.at(1), args.at(2));
     let by = parse_i64(args.at(3)).ok_or(Error::NotInteger)?;
     let lim = limits(ctx);
-    let h = write_or_create(ctx.db(), key)?;
+    let h = ctx.db().write_or_create(key, Hash::new)?.0;
     let cur = match h.get(field) {
         Some(v) => parse_i64(v).ok_or_else(|| Error::msg("hash value is not an integer"))?,
         None => 0,
@@ -310,7 +285,7 @@ fn hincrbyfloat(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         return Err(Error::msg("value is NaN or Infinity"));
     }
     let lim = limits(ctx);
-    let h = write_or_create(ctx.db(), key)?;
+    let h = ctx.db().write_or_create(key, Hash::new)?.0;
     let cur = match h.get(field) {
         Some(v) => LongDouble::parse(v).ok_or_else(|| Error::msg("hash value is not a float"))?,
         None => LongDouble::ZERO,
@@ -339,7 +314,10 @@ fn hrandfield(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         let rng = &mut srv.rng;
         let db = &mut srv.ks.dbs[client.db];
         let out = &mut client.reply;
-        match read(db, key)?.and_then(|h| h.random(|| rng.next_u64())) {
+        match db
+            .read::<Hash>(key)?
+            .and_then(|h| h.random(|| rng.next_u64()))
+        {
             Some((f, _)) => out.bulk(f),
             None => out.null(),
         }
@@ -356,7 +334,7 @@ fn hrandfield(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let rng = &mut srv.rng;
     let db = &mut srv.ks.dbs[client.db];
     let out = &mut client.reply;
-    let Some(h) = read(db, key)? else {
+    let Some(h) = db.read::<Hash>(key)? else {
         out.empty_array();
         return Ok(());
     };
@@ -438,7 +416,7 @@ pub(crate) fn sample_unique<T>(all: &mut Vec<T>, n: usize, mut rand: impl FnMut(
 fn hscan(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let cursor = scan::parse_cursor(args.at(2))?;
     let (db, out) = ctx.db_out();
-    let Some(h) = read(db, args.at(1))? else {
+    let Some(h) = db.read::<Hash>(args.at(1))? else {
         scan::reply::<&[u8]>(out, 0, &[]);
         return Ok(());
     };

@@ -3,7 +3,7 @@
 
 use crate::command::flags::*;
 use crate::command::{Args, CommandSpec};
-use crate::db::Value;
+use crate::db::Typed;
 use crate::error::{CmdResult, Error};
 use crate::server::{notify, Ctx};
 use crate::types::hll::{self, REGISTERS};
@@ -35,20 +35,13 @@ fn sparse_max(ctx: &Ctx) -> usize {
     ctx.srv.config.hll_sparse_max_bytes
 }
 
-/// Checks a value is an HLL (Redis's `isHLLObjectOrReply`).
-fn check(v: &Value) -> Result<(), Error> {
-    match v {
-        Value::Str(s) if s.as_slice().is_some_and(hll::is_valid) => Ok(()),
-        Value::Str(_) => Err(not_hll()),
-        _ => Err(Error::WrongType),
-    }
-}
-
-/// The HLL bytes at `key` for writing (already checked).
-fn hll_mut<'a>(ctx: &'a mut Ctx, key: &[u8]) -> &'a mut Vec<u8> {
-    match ctx.db().get_mut(key) {
-        Some(Value::Str(s)) => s.make_raw(),
-        _ => unreachable!("checked HLL"),
+/// Checks a string is an HLL (Redis's `isHLLObjectOrReply`; the type was
+/// checked by the lookup).
+fn check(s: &Str) -> Result<(), Error> {
+    if s.as_slice().is_some_and(hll::is_valid) {
+        Ok(())
+    } else {
+        Err(not_hll())
     }
 }
 
@@ -60,15 +53,19 @@ fn pfadd(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let key = args.at(1);
     let max = sparse_max(ctx);
     let mut updated = 0;
-    match ctx.db().get_mut(key) {
-        None => {
-            ctx.db()
-                .add_new(key, Value::Str(Str::Raw(hll::new_sparse())));
+    let b = match ctx
+        .db()
+        .write_or_create(key, || Str::Raw(hll::new_sparse()))?
+    {
+        (s, true) => {
             updated += 1;
+            s.make_raw()
         }
-        Some(v) => check(v)?,
-    }
-    let b = hll_mut(ctx, key);
+        (s, false) => {
+            check(s)?;
+            s.make_raw()
+        }
+    };
     updated += hll::add_all(b, args.from(2), max).map_err(|_| corrupt())?;
     if updated > 0 {
         hll::invalidate_cache(b);
@@ -86,9 +83,10 @@ fn pfcount(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     if args.len() > 2 {
         let mut max = Box::new([0u8; REGISTERS]);
         for k in args.from(1) {
-            let Some(v) = ctx.db().get(k) else { continue };
-            check(v)?;
-            let Value::Str(s) = v else { unreachable!() };
+            let Some(s) = ctx.db().read::<Str>(k)? else {
+                continue;
+            };
+            check(s)?;
             hll::merge_into(&mut max, &s.as_bytes()).map_err(|_| corrupt())?;
         }
         let n = hll::estimate(&hll::histogram_raw(&max));
@@ -96,14 +94,19 @@ fn pfcount(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         return Ok(());
     }
     let key = args.at(1);
-    match ctx.db().get(key) {
+    // Read, counting a hit or miss; a stale cached cardinality is then
+    // refreshed in place, as Redis does.
+    let b = match ctx.db().read_mut(key).map(Str::of_mut) {
         None => {
             ctx.out().int(0);
             return Ok(());
         }
-        Some(v) => check(v)?,
-    }
-    let b = hll_mut(ctx, key);
+        Some(None) => return Err(Error::WrongType),
+        Some(Some(s)) => {
+            check(s)?;
+            s.make_raw()
+        }
+    };
     let n = match hll::cached(b) {
         Some(n) => n,
         None => {
@@ -128,19 +131,19 @@ fn pfmerge(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let mut max = Box::new([0u8; REGISTERS]);
     let mut dense = false;
     for k in args.from(1) {
-        let Some(v) = ctx.db().get(k) else { continue };
-        check(v)?;
-        let Value::Str(s) = v else { unreachable!() };
+        let Some(s) = ctx.db().read::<Str>(k)? else {
+            continue;
+        };
+        check(s)?;
         let b = s.as_bytes();
         dense |= hll::is_dense(&b);
         hll::merge_into(&mut max, &b).map_err(|_| corrupt())?;
     }
-    if ctx.db().get_mut(dst).is_none() {
-        ctx.db()
-            .add_new(dst, Value::Str(Str::Raw(hll::new_sparse())));
-    }
     let sparse_max = sparse_max(ctx);
-    let b = hll_mut(ctx, dst);
+    let (s, _) = ctx
+        .db()
+        .write_or_create(dst, || Str::Raw(hll::new_sparse()))?;
+    let b = s.make_raw();
     if dense {
         hll::to_dense(b).map_err(|_| corrupt())?;
     }
@@ -159,11 +162,13 @@ fn pfmerge(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 fn pfdebug(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let sub = args.at(1);
     let key = args.at(2);
-    match ctx.db().get_mut(key) {
+    let b = match ctx.db().write::<Str>(key)? {
         None => return Err(Error::msg("The specified key does not exist")),
-        Some(v) => check(v)?,
-    }
-    let b = hll_mut(ctx, key);
+        Some(s) => {
+            check(s)?;
+            s.make_raw()
+        }
+    };
     if sub.eq_ignore_ascii_case(b"getreg") || sub.eq_ignore_ascii_case(b"todense") {
         let converted = !hll::is_dense(b);
         if converted {

@@ -2,7 +2,7 @@
 
 use crate::command::flags::*;
 use crate::command::{Args, CommandSpec};
-use crate::db::{Db, Value};
+use crate::db::{Db, Typed, Value};
 use crate::error::{CmdResult, Error};
 use crate::resp::encode::Reply;
 use crate::server::{notify, Ctx};
@@ -33,24 +33,6 @@ pub static SPECS: &[CommandSpec] = &[
     CommandSpec::new("sscan", -3, READONLY, (1, 1, 1), sscan),
 ];
 
-/// The set at `key` for reading (counts a keyspace hit or miss).
-pub(crate) fn read<'a>(db: &'a mut Db, key: &[u8]) -> Result<Option<&'a Set>, Error> {
-    match db.get(key) {
-        None => Ok(None),
-        Some(Value::Set(s)) => Ok(Some(s)),
-        Some(_) => Err(Error::WrongType),
-    }
-}
-
-/// The set at `key` for writing.
-fn write<'a>(db: &'a mut Db, key: &[u8]) -> Result<Option<&'a mut Set>, Error> {
-    match db.get_mut(key) {
-        None => Ok(None),
-        Some(Value::Set(s)) => Ok(Some(s)),
-        Some(_) => Err(Error::WrongType),
-    }
-}
-
 /// `set-max-intset-entries`.
 fn max_ints(ctx: &Ctx) -> usize {
     ctx.srv.config.set_max_intset_entries
@@ -64,16 +46,6 @@ fn bulk_member(out: &mut Reply, m: Member) {
     }
 }
 
-/// Deletes `key` when its set became empty, with the `del` event.
-fn delete_if_empty(ctx: &mut Ctx, key: &[u8]) {
-    if let Some(Value::Set(s)) = ctx.db().peek(key) {
-        if s.is_empty() {
-            ctx.db().remove(key);
-            ctx.modified(key, notify::GENERIC, "del");
-        }
-    }
-}
-
 /// ```text
 /// SADD key member [member ...]
 /// ```
@@ -81,10 +53,7 @@ fn delete_if_empty(ctx: &mut Ctx, key: &[u8]) {
 fn sadd(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let key = args.at(1);
     let max = max_ints(ctx);
-    let s = match ctx.db().get_or_create(key, || Value::Set(Set::new())).0 {
-        Value::Set(s) => s,
-        _ => return Err(Error::WrongType),
-    };
+    let s = ctx.db().write_or_create(key, Set::new)?.0;
     let mut added = 0;
     for m in args.from(2) {
         added += s.add(m, max) as i64;
@@ -102,7 +71,7 @@ fn sadd(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// Integer: members removed; the key goes with its last member.
 fn srem(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let key = args.at(1);
-    let Some(s) = write(ctx.db(), key)? else {
+    let Some(s) = ctx.db().write::<Set>(key)? else {
         ctx.out().int(0);
         return Ok(());
     };
@@ -117,7 +86,7 @@ fn srem(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     }
     if n > 0 {
         ctx.modified(key, notify::SET, "srem");
-        delete_if_empty(ctx, key);
+        ctx.delete_if_empty(key);
     }
     ctx.out().int(n);
     Ok(())
@@ -129,7 +98,7 @@ fn srem(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// Set of members (ascending for an intset).
 fn smembers(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let (db, out) = ctx.db_out();
-    match read(db, args.at(1))? {
+    match db.read::<Set>(args.at(1))? {
         None => out.set(0),
         Some(s) => {
             out.set(s.len());
@@ -147,7 +116,9 @@ fn smembers(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// Integer: 1 or 0.
 fn sismember(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let (db, out) = ctx.db_out();
-    let found = read(db, args.at(1))?.is_some_and(|s| s.contains(args.at(2)));
+    let found = db
+        .read::<Set>(args.at(1))?
+        .is_some_and(|s| s.contains(args.at(2)));
     out.int(found as i64);
     Ok(())
 }
@@ -158,7 +129,7 @@ fn sismember(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// Array of integers, 1 or 0 each.
 fn smismember(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let (db, out) = ctx.db_out();
-    let s = read(db, args.at(1))?;
+    let s = db.read::<Set>(args.at(1))?;
     out.array(args.len() - 2);
     for m in args.from(2) {
         out.int(s.is_some_and(|s| s.contains(m)) as i64);
@@ -172,7 +143,7 @@ fn smismember(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// Integer.
 fn scard(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let (db, out) = ctx.db_out();
-    let n = read(db, args.at(1))?.map_or(0, |s| s.len());
+    let n = db.read::<Set>(args.at(1))?.map_or(0, |s| s.len());
     out.int(n as i64);
     Ok(())
 }
@@ -194,7 +165,7 @@ fn spop(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     };
     let Ctx { srv, client, .. } = &mut *ctx;
     let rng = &mut srv.rng;
-    let Some(s) = write(&mut srv.ks.dbs[client.db], key)? else {
+    let Some(s) = srv.ks.dbs[client.db].write::<Set>(key)? else {
         match count {
             Some(_) => client.reply.set(0),
             None => client.reply.null(),
@@ -230,7 +201,7 @@ fn spop(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         }
     };
     ctx.modified(key, notify::SET, "spop");
-    delete_if_empty(ctx, key);
+    ctx.delete_if_empty(key);
     // Replicas remove what was popped: SREM per member, or DEL for all.
     match count {
         None => ctx.propagate_as(&[b"SREM", key, &popped[0]]),
@@ -275,7 +246,7 @@ fn srandmember(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let Ctx { srv, client, .. } = &mut *ctx;
     let rng = &mut srv.rng;
     let out = &mut client.reply;
-    let s = read(&mut srv.ks.dbs[client.db], key)?;
+    let s = srv.ks.dbs[client.db].read::<Set>(key)?;
     let Some(count) = count else {
         match s.and_then(|s| s.random(|| rng.next_u64())) {
             Some(m) => bulk_member(out, m),
@@ -319,14 +290,14 @@ fn smove(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let (src, dst, m) = (args.at(1), args.at(2), args.at(3));
     let max = max_ints(ctx);
     let db = ctx.db();
-    let dst_kind = db.get_mut(dst).map(|v| v.kind());
-    let Some(s) = write(db, src)? else {
+    // The destination is looked up and checked first, its error given after
+    // the source's, as Redis does.
+    let dst_checked = db.write::<Set>(dst).map(|_| ());
+    let Some(s) = db.write::<Set>(src)? else {
         ctx.out().int(0);
         return Ok(());
     };
-    if dst_kind.is_some_and(|k| k != crate::db::Kind::Set) {
-        return Err(Error::WrongType);
-    }
+    dst_checked?;
     if src == dst {
         let found = s.contains(m);
         ctx.out().int(found as i64);
@@ -337,11 +308,8 @@ fn smove(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         return Ok(());
     }
     ctx.modified(src, notify::SET, "srem");
-    delete_if_empty(ctx, src);
-    let added = match ctx.db().get_or_create(dst, || Value::Set(Set::new())).0 {
-        Value::Set(d) => d.add(m, max),
-        _ => unreachable!("checked above"),
-    };
+    ctx.delete_if_empty(src);
+    let added = ctx.db().write_or_create(dst, Set::new)?.0.add(m, max);
     if added {
         ctx.modified(dst, notify::SET, "sadd");
     }
@@ -353,19 +321,14 @@ fn smove(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// before any work, as Redis does.
 fn check_sets(db: &mut Db, keys: &[&[u8]]) -> Result<(), Error> {
     for &k in keys {
-        read(db, k)?;
+        db.read::<Set>(k)?;
     }
     Ok(())
 }
 
 /// The sets at `keys` (already checked), None for missing ones.
 fn peek_sets<'a>(db: &'a Db, keys: &[&[u8]]) -> Vec<Option<&'a Set>> {
-    keys.iter()
-        .map(|k| match db.peek(k) {
-            Some(Value::Set(s)) => Some(s),
-            _ => None,
-        })
-        .collect()
+    keys.iter().map(|k| db.peek(k).and_then(Set::of)).collect()
 }
 
 /// Members of the intersection, walking the smallest set, stopping after
@@ -472,8 +435,8 @@ fn op_store(ctx: &mut Ctx, args: &Args, op: Op, event: &'static str) -> CmdResul
     if n > 0 {
         ctx.db().set(dst, Value::Set(s));
         ctx.modified(dst, notify::SET, event);
-    } else if ctx.db().remove(dst).is_some() {
-        ctx.modified(dst, notify::GENERIC, "del");
+    } else {
+        ctx.delete_key(dst);
     }
     ctx.out().int(n);
     Ok(())
@@ -575,7 +538,7 @@ fn sintercard(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 fn sscan(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let cursor = scan::parse_cursor(args.at(2))?;
     let (db, out) = ctx.db_out();
-    let Some(s) = read(db, args.at(1))? else {
+    let Some(s) = db.read::<Set>(args.at(1))? else {
         scan::reply::<&[u8]>(out, 0, &[]);
         return Ok(());
     };

@@ -118,7 +118,7 @@ fn lookup_pattern(db: &mut Db, pattern: &[u8], elem: &[u8], write: bool) -> Opti
     key.extend_from_slice(elem);
     key.extend_from_slice(post);
     let v = if write {
-        db.get_mut(&key)
+        db.get_mut(&key).map(|v| &*v)
     } else {
         db.get(&key)
     }?;
@@ -155,7 +155,7 @@ fn sort_generic(ctx: &mut Ctx, args: &Args, readonly: bool) -> CmdResult {
     let write = o.store.is_some();
     let db = ctx.db();
     // The elements in stored order; sets in their iteration order.
-    let (elems, is_set, ordered) = match db.get(key) {
+    let (elems, is_set, ordered) = match db.read_mut(key) {
         None => (Vec::new(), false, true),
         Some(Value::List(l)) => (l.iter().map(|v| v.to_vec()).collect(), false, true),
         Some(Value::Set(s)) => (
@@ -307,8 +307,8 @@ fn sort_generic(ctx: &mut Ctx, args: &Args, readonly: bool) -> CmdResult {
                 }
                 ctx.db().set(dst, Value::List(l));
                 ctx.modified(dst, notify::LIST, "sortstore");
-            } else if ctx.db().remove(dst).is_some() {
-                ctx.modified(dst, notify::GENERIC, "del");
+            } else {
+                ctx.delete_key(dst);
             }
             ctx.out().int(n);
         }

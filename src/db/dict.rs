@@ -207,11 +207,34 @@ impl<V> Dict<V> {
     }
 
     /// The value for `key`, inserting `make()` first when absent. The bool is true when inserted.
+    /// One hash either way: the key's place in its chain is found first
+    /// with a shared borrow, then reached again by counting links.
+    #[inline]
     pub fn get_or_insert_with(&mut self, key: &[u8], make: impl FnOnce() -> V) -> (&mut V, bool) {
-        // Two lookups keep the borrow checker simple; the second one is rare.
-        if self.get(key).is_some() {
-            #[allow(clippy::unwrap_used)] // found by the lookup just above
-            return (self.get_mut(key).unwrap(), false);
+        if self.len != 0 {
+            let i = self.index(key);
+            let mut depth = 0;
+            let mut cur = self.buckets[i].as_deref();
+            let found = loop {
+                match cur {
+                    Some(e) if &*e.key == key => break true,
+                    Some(e) => {
+                        cur = e.next.as_deref();
+                        depth += 1;
+                    }
+                    None => break false,
+                }
+            };
+            if found {
+                let mut cur = self.buckets[i].as_deref_mut();
+                for _ in 0..depth {
+                    cur = cur.and_then(|e| e.next.as_deref_mut());
+                }
+                match cur {
+                    Some(e) => return (&mut e.val, false),
+                    None => unreachable!("the chain holds the key at this depth"),
+                }
+            }
         }
         (self.insert_key(Key::new(key), make()), true)
     }
@@ -498,6 +521,32 @@ mod tests {
         assert_eq!(d.len(), 10);
         assert!(d.slots() <= 16);
         assert_eq!(d.iter().count(), 10);
+    }
+
+    /// `get_or_insert_with` finds a key wherever it sits in its chain (the
+    /// table is as full as it gets, so chains are several links long) and
+    /// inserts only what is absent.
+    #[test]
+    fn get_or_insert_with_reaches_every_link() {
+        let mut d: Dict<usize> = Dict::new();
+        for i in 0..512 {
+            let (v, new) = d.get_or_insert_with(format!("k{i}").as_bytes(), || i);
+            assert!(new && *v == i);
+        }
+        assert!(d
+            .buckets
+            .iter()
+            .any(|b| b.as_ref().is_some_and(|e| e.next.is_some())));
+        for i in 0..512 {
+            let (v, new) = d.get_or_insert_with(format!("k{i}").as_bytes(), || usize::MAX);
+            assert!(!new);
+            assert_eq!(*v, i);
+            *v += 1000;
+        }
+        for i in 0..512 {
+            assert_eq!(d.get(format!("k{i}").as_bytes()), Some(&(i + 1000)));
+        }
+        assert_eq!(d.len(), 512);
     }
 
     #[test]

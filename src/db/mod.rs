@@ -1,6 +1,7 @@
 //! The keyspace: databases of keys with values and expiry, WATCH versions and blocked-client waiters.
 
 pub mod dict;
+mod typed;
 pub mod value;
 
 use std::collections::{HashMap, VecDeque};
@@ -8,6 +9,7 @@ use std::collections::{HashMap, VecDeque};
 use crate::clock;
 use crate::server::notify;
 use dict::Dict;
+pub use typed::Typed;
 pub use value::{Kind, Value};
 
 /// A client's id, unique for the life of the server.
@@ -239,8 +241,25 @@ impl Db {
     }
 
     /// Looks a key up for reading, counting a keyspace hit or miss and
-    /// recording the access (LRU/LFU).
-    pub fn get(&mut self, key: &[u8]) -> Option<&mut Value> {
+    /// recording the access (LRU/LFU); the value itself stays unchanged.
+    /// Commands use the typed [`Db::read`].
+    #[inline]
+    pub fn get(&mut self, key: &[u8]) -> Option<&Value> {
+        self.lookup_read(key).map(|v| &*v)
+    }
+
+    /// As [`Db::get`], for the few read commands that change how a value is
+    /// stored, never what it holds: SORT converts a small sorted set for
+    /// good, PFCOUNT refreshes the cardinality cached in the HLL header.
+    pub fn read_mut(&mut self, key: &[u8]) -> Option<&mut Value> {
+        self.lookup_read(key)
+    }
+
+    /// Redis's `lookupKeyRead`: expires the key if due (unless CLIENT PAUSE
+    /// holds expiry), counts a hit or miss, records the access, raises
+    /// `keymiss`.
+    #[inline]
+    fn lookup_read(&mut self, key: &[u8]) -> Option<&mut Value> {
         let held = self.expire_for_read(key);
         match if held { None } else { self.keys.get_mut(key) } {
             Some(e) => {
@@ -261,6 +280,8 @@ impl Db {
     }
 
     /// Looks a key up for writing (no hit/miss counting; records the access).
+    /// Commands use the typed [`Db::write`].
+    #[inline]
     pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut Value> {
         self.expire_if_needed(key);
         let e = self.keys.get_mut(key)?;
@@ -379,39 +400,20 @@ impl Db {
         self.keys.insert_new_slice(key, Entry::new(val));
     }
 
-    /// What `dbAdd` does besides adding: the `new` event, and waking
-    /// clients blocked on the key.
     #[inline]
     fn announce_new(&mut self, key: &[u8]) {
-        if self.event_mask & notify::NEW != 0 {
-            self.key_events.push((notify::NEW, "new", key.into()));
-            mark_events_pending();
-        }
-        if !self.waiters.is_empty() && self.waiters.contains_key(key) {
-            self.ready.push(key.into());
-        }
+        announce_new(
+            self.event_mask,
+            &mut self.key_events,
+            &self.waiters,
+            &mut self.ready,
+            key,
+        );
     }
 
-    /// The value at `key`, created by `make` when absent. The bool says whether it was created.
-    pub fn get_or_create(
-        &mut self,
-        key: &[u8],
-        make: impl FnOnce() -> Value,
-    ) -> (&mut Value, bool) {
-        self.expire_if_needed(key);
-        let created = !self.keys.contains_key(key);
-        if created {
-            self.add_new(key, make());
-        }
-        #[allow(clippy::unwrap_used)] // present: found above or added just now
-        let e = self.keys.get_mut(key).unwrap();
-        if !created {
-            e.access(&mut self.rng);
-        }
-        (&mut e.val, created)
-    }
-
-    /// Deletes a key; returns its value.
+    /// Deletes a key; returns its value. Records nothing: a command deletes
+    /// through `Ctx::delete_key` (WATCH, dirty, tracking, the `del` event);
+    /// RENAME and COPY ... REPLACE call this to clear the key they overwrite.
     pub fn remove(&mut self, key: &[u8]) -> Option<Value> {
         self.expire_if_needed(key);
         let e = self.keys.remove(key)?;
@@ -601,6 +603,26 @@ impl Db {
             self.delete_expired(&k);
         }
         (n, deleted)
+    }
+}
+
+/// What `dbAdd` does besides adding: the `new` event, and waking clients
+/// blocked on the key. Takes the [`Db`] fields it needs, so that it can run
+/// while the key table is borrowed ([`Db::write_or_create`]).
+#[inline]
+fn announce_new(
+    event_mask: u32,
+    key_events: &mut Vec<(u32, &'static str, Box<[u8]>)>,
+    waiters: &HashMap<Box<[u8]>, VecDeque<ClientId>>,
+    ready: &mut Vec<Box<[u8]>>,
+    key: &[u8],
+) {
+    if event_mask & notify::NEW != 0 {
+        key_events.push((notify::NEW, "new", key.into()));
+        mark_events_pending();
+    }
+    if !waiters.is_empty() && waiters.contains_key(key) {
+        ready.push(key.into());
     }
 }
 

@@ -239,6 +239,32 @@ impl<'a> Ctx<'a> {
         notify::emit(self.srv, self.client, class, event, db, key);
     }
 
+    /// Deletes `key` from the selected database: the one way a command
+    /// removes a key (Redis's `dbDelete` + `signalModifiedKey` + the `del`
+    /// event). Records the WATCH touch, the dirty count, tracking
+    /// invalidation and the `del` keyspace event; the command then
+    /// propagates as it came (DEL, UNLINK, ...) unless it asked otherwise.
+    /// A key past its TTL is expired instead (its own `expired` event and
+    /// propagated DEL). True when a live key was deleted.
+    pub fn delete_key(&mut self, key: &[u8]) -> bool {
+        if self.db().remove(key).is_none() {
+            return false;
+        }
+        self.modified(key, notify::GENERIC, "del");
+        true
+    }
+
+    /// Deletes `key` when it holds a collection whose last element a command
+    /// just removed (Redis never keeps an empty list, hash, set or sorted
+    /// set), as [`Ctx::delete_key`]. True when it did.
+    pub fn delete_if_empty(&mut self, key: &[u8]) -> bool {
+        let empty = self
+            .db()
+            .peek(key)
+            .is_some_and(crate::db::Value::is_empty_collection);
+        empty && self.delete_key(key)
+    }
+
     /// True when something consumes the propagation stream; handlers that
     /// must build a replacement command check it first, so they allocate
     /// nothing when nobody listens.

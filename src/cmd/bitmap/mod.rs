@@ -62,15 +62,7 @@ pub(crate) fn bits_for_write<'a>(
     maxbit: u64,
 ) -> Result<(&'a mut Vec<u8>, bool), Error> {
     let need = (maxbit >> 3) as usize + 1;
-    let db = ctx.db();
-    match db.get_mut(key) {
-        Some(Value::Str(_)) => {}
-        Some(_) => return Err(Error::WrongType),
-        None => db.add_new(key, Value::Str(Str::Raw(Vec::new()))),
-    }
-    let Some(Value::Str(s)) = db.get_mut(key) else {
-        unreachable!()
-    };
+    let (s, _) = ctx.db().write_or_create(key, || Str::Raw(Vec::new()))?;
     let v = s.make_raw();
     let grown = v.len() < need;
     if grown {
@@ -112,11 +104,7 @@ pub(crate) fn read_bytes<'a>(
     ctx: &'a mut Ctx,
     key: &[u8],
 ) -> Result<Option<std::borrow::Cow<'a, [u8]>>, Error> {
-    match ctx.db().get(key) {
-        None => Ok(None),
-        Some(Value::Str(s)) => Ok(Some(s.as_bytes())),
-        Some(_) => Err(Error::WrongType),
-    }
+    Ok(ctx.db().read::<Str>(key)?.map(Str::as_bytes))
 }
 
 /// ```text
@@ -320,9 +308,7 @@ fn bitop(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     }
     let maxlen = srcs.iter().map(Vec::len).max().unwrap_or(0);
     if maxlen == 0 {
-        if ctx.db().remove(dst).is_some() {
-            ctx.modified(dst, notify::GENERIC, "del");
-        }
+        ctx.delete_key(dst);
         ctx.out().int(0);
         return Ok(());
     }

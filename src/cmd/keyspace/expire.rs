@@ -78,8 +78,7 @@ fn expire_generic(ctx: &mut Ctx, args: &mut Args, relative: bool, seconds: bool)
         return Ok(());
     }
     if when <= clock::now_ms() {
-        db.remove(key);
-        ctx.modified(key, notify::GENERIC, "del");
+        ctx.delete_key(key);
         let del = crate::server::propagate::expired_del(ctx.srv);
         ctx.propagate_as(&[del, key]);
     } else {

@@ -10,7 +10,7 @@ use crate::command::flags::*;
 use crate::command::{Args, CommandSpec};
 use crate::db::Kind;
 use crate::error::CmdResult;
-use crate::server::{notify, Ctx};
+use crate::server::Ctx;
 use crate::types::glob;
 
 pub static SPECS: &[CommandSpec] = &[
@@ -74,8 +74,7 @@ pub static SPECS: &[CommandSpec] = &[
 fn del(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let mut n = 0;
     for key in args.from(1) {
-        if ctx.db().remove(key).is_some() {
-            ctx.modified(key, notify::GENERIC, "del");
+        if ctx.delete_key(key) {
             n += 1;
         }
     }

@@ -4,7 +4,6 @@ pub mod pop;
 
 use crate::command::flags::*;
 use crate::command::{Args, CommandSpec};
-use crate::db::{Db, Value};
 use crate::error::{CmdResult, Error};
 use crate::server::{notify, Ctx};
 use crate::types::list::{End, List};
@@ -59,24 +58,6 @@ pub static SPECS: &[CommandSpec] = &[
         .with_keys_fn(pop::blmpop_keys),
 ];
 
-/// The list at `key` for reading (counts a keyspace hit or miss).
-pub(crate) fn read<'a>(db: &'a mut Db, key: &[u8]) -> Result<Option<&'a List>, Error> {
-    match db.get(key) {
-        None => Ok(None),
-        Some(Value::List(l)) => Ok(Some(l)),
-        Some(_) => Err(Error::WrongType),
-    }
-}
-
-/// The list at `key` for writing.
-pub(crate) fn write<'a>(db: &'a mut Db, key: &[u8]) -> Result<Option<&'a mut List>, Error> {
-    match db.get_mut(key) {
-        None => Ok(None),
-        Some(Value::List(l)) => Ok(Some(l)),
-        Some(_) => Err(Error::WrongType),
-    }
-}
-
 /// The `list-max-listpack-size` setting new elements are packed under.
 pub(crate) fn fill(ctx: &Ctx) -> i64 {
     ctx.srv.config.list_max_listpack_size
@@ -90,23 +71,13 @@ pub(crate) fn push_event(end: End) -> &'static str {
     }
 }
 
-/// Deletes `key` when its list became empty, with the `del` event.
-pub(crate) fn delete_if_empty(ctx: &mut Ctx, key: &[u8]) {
-    if let Some(Value::List(l)) = ctx.db().peek(key) {
-        if l.is_empty() {
-            ctx.db().remove(key);
-            ctx.modified(key, notify::GENERIC, "del");
-        }
-    }
-}
-
 /// Pushes `elems` at `end` of the list at `key`, creating it unless `existing_only`.
 fn push_generic(ctx: &mut Ctx, args: &mut Args, end: End, existing_only: bool) -> CmdResult {
     let key = args.at(1);
     let fill = fill(ctx);
     let db = ctx.db();
     let list = if existing_only {
-        match write(db, key)? {
+        match db.write::<List>(key)? {
             Some(l) => l,
             None => {
                 ctx.out().int(0);
@@ -114,15 +85,7 @@ fn push_generic(ctx: &mut Ctx, args: &mut Args, end: End, existing_only: bool) -
             }
         }
     } else {
-        match db.get_mut(key) {
-            Some(Value::List(_)) => {}
-            Some(_) => return Err(Error::WrongType),
-            None => db.add_new(key, Value::List(List::new())),
-        }
-        match db.get_mut(key) {
-            Some(Value::List(l)) => l,
-            _ => unreachable!(),
-        }
+        db.write_or_create(key, List::new)?.0
     };
     for v in args.from(2) {
         list.push(end, v, fill);
@@ -171,7 +134,7 @@ fn rpushx(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// Integer.
 fn llen(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let (db, out) = ctx.db_out();
-    let n = read(db, args.at(1))?.map_or(0, |l| l.len());
+    let n = db.read::<List>(args.at(1))?.map_or(0, |l| l.len());
     out.int(n as i64);
     Ok(())
 }
@@ -202,7 +165,7 @@ fn lrange(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let start = int_at(args, 2)?;
     let end = int_at(args, 3)?;
     let (db, out) = ctx.db_out();
-    let Some(l) = read(db, key)? else {
+    let Some(l) = db.read::<List>(key)? else {
         out.empty_array();
         return Ok(());
     };
@@ -233,7 +196,7 @@ fn lindex(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let (db, out) = ctx.db_out();
     // The key is looked up before the index is read, as in Redis: a missing
     // key answers null whatever the index says.
-    let Some(l) = read(db, key)? else {
+    let Some(l) = db.read::<List>(key)? else {
         out.null();
         return Ok(());
     };
@@ -251,7 +214,7 @@ fn lindex(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// `OK`; `ERR no such key`, `ERR index out of range`.
 fn lset(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let key = args.at(1);
-    let l = write(ctx.db(), key)?.ok_or(Error::NoSuchKey)?;
+    let l = ctx.db().write::<List>(key)?.ok_or(Error::NoSuchKey)?;
     let i = int_at(args, 2)?;
     let pos = index_of(i, l.len()).ok_or(Error::IndexOutOfRange)?;
     l.set(pos, args.at(3));
@@ -269,7 +232,7 @@ fn lrem(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let count = int_at(args, 2)?;
     let elem = args.at(3);
     let fill = fill(ctx);
-    let Some(l) = write(ctx.db(), key)? else {
+    let Some(l) = ctx.db().write::<List>(key)? else {
         ctx.out().int(0);
         return Ok(());
     };
@@ -316,7 +279,7 @@ fn lrem(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             fill,
         );
         ctx.modified(key, notify::LIST, "lrem");
-        delete_if_empty(ctx, key);
+        ctx.delete_if_empty(key);
     }
     ctx.out().int(removed as i64);
     Ok(())
@@ -330,7 +293,7 @@ fn ltrim(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let key = args.at(1);
     let start = int_at(args, 2)?;
     let end = int_at(args, 3)?;
-    let Some(l) = write(ctx.db(), key)? else {
+    let Some(l) = ctx.db().write::<List>(key)? else {
         ctx.out().ok();
         return Ok(());
     };
@@ -344,7 +307,7 @@ fn ltrim(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     // Redis counts the elements trimmed as the changes: a trim that removes
     // nothing is not propagated.
     ctx.srv.ks.dirty = ctx.srv.ks.dirty - 1 + (head + tail) as u64;
-    delete_if_empty(ctx, key);
+    ctx.delete_if_empty(key);
     ctx.out().ok();
     Ok(())
 }
@@ -365,7 +328,7 @@ fn linsert(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     };
     let (pivot, elem) = (args.at(3), args.at(4));
     let fill = fill(ctx);
-    let Some(l) = write(ctx.db(), key)? else {
+    let Some(l) = ctx.db().write::<List>(key)? else {
         ctx.out().int(0);
         return Ok(());
     };
@@ -405,7 +368,7 @@ fn lpos(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         }
     }
     let (db, out) = ctx.db_out();
-    let Some(l) = read(db, key)? else {
+    let Some(l) = db.read::<List>(key)? else {
         if count != -1 {
             out.empty_array();
         } else {

@@ -5,9 +5,9 @@
 //! runs again from the top and, finding an element, answers as if it had
 //! never waited. Inside MULTI or a script it answers as on timeout.
 
-use super::{delete_if_empty, fill, positive, push_event, write};
+use super::{fill, positive, push_event};
 use crate::command::Args;
-use crate::db::{Kind, Value};
+use crate::db::Kind;
 use crate::error::{CmdResult, Error};
 use crate::server::{blocking, notify, Ctx};
 use crate::types::list::{End, List};
@@ -32,7 +32,7 @@ fn pop_name(end: End) -> &'static [u8] {
 /// pop event and, when the list empties, deleting it with `del`.
 fn pop_n(ctx: &mut Ctx, key: &[u8], end: End, count: usize) -> Vec<Vec<u8>> {
     let mut vals = Vec::new();
-    if let Ok(Some(l)) = write(ctx.db(), key) {
+    if let Ok(Some(l)) = ctx.db().write::<List>(key) {
         while vals.len() < count {
             match l.pop(end) {
                 Some(v) => vals.push(v),
@@ -41,13 +41,13 @@ fn pop_n(ctx: &mut Ctx, key: &[u8], end: End, count: usize) -> Vec<Vec<u8>> {
         }
     }
     ctx.modified(key, notify::LIST, pop_event(end));
-    delete_if_empty(ctx, key);
+    ctx.delete_if_empty(key);
     vals
 }
 
 /// True when `key` holds a non-empty list; WRONGTYPE for another type.
 fn has_elements(ctx: &mut Ctx, key: &[u8]) -> Result<bool, Error> {
-    Ok(write(ctx.db(), key)?.is_some_and(|l| !l.is_empty()))
+    Ok(ctx.db().write::<List>(key)?.is_some_and(|l| !l.is_empty()))
 }
 
 /// Redis's shared `left` / `right` objects.
@@ -80,7 +80,7 @@ fn pop_generic(ctx: &mut Ctx, args: &mut Args, end: End) -> CmdResult {
     } else {
         None
     };
-    if write(ctx.db(), key)?.is_none() {
+    if ctx.db().write::<List>(key)?.is_none() {
         match count {
             Some(_) => ctx.out().null_array(),
             None => ctx.out().null(),
@@ -132,25 +132,19 @@ fn move_generic(ctx: &mut Ctx, src: &[u8], dst: &[u8], from: End, to: End) -> Cm
         ctx.out().null();
         return Ok(());
     }
-    write(ctx.db(), dst)?;
+    ctx.db().write::<List>(dst)?;
     let fill = fill(ctx);
     // has_elements checked the source holds a non-empty list.
-    let Some(v) = write(ctx.db(), src)?.and_then(|l| l.pop(from)) else {
+    let Some(v) = ctx.db().write::<List>(src)?.and_then(|l| l.pop(from)) else {
         ctx.out().null();
         return Ok(());
     };
-    let db = ctx.db();
-    match db.get_mut(dst) {
-        Some(Value::List(l)) => l.push(to, &v, fill),
-        _ => {
-            let mut l = List::new();
-            l.push(to, &v, fill);
-            db.add_new(dst, Value::List(l));
-        }
-    }
+    // The destination's type was checked above, before anything changed.
+    let (l, _) = ctx.db().write_or_create(dst, List::new)?;
+    l.push(to, &v, fill);
     ctx.modified(dst, notify::LIST, push_event(to));
     ctx.modified(src, notify::LIST, pop_event(from));
-    delete_if_empty(ctx, src);
+    ctx.delete_if_empty(src);
     ctx.out().bulk(&v);
     Ok(())
 }

@@ -11,18 +11,14 @@ use crate::types::string::Str;
 /// Redis's `incrDecrCommand`: adds `by` to the integer at `key` (0 when missing).
 fn incr_decr(ctx: &mut Ctx, key: &[u8], by: i64) -> CmdResult {
     let (db, out) = ctx.db_out();
-    let value = match db.get_mut(key) {
-        None => {
-            db.add_new(key, Value::Str(Str::Int(by)));
-            by
-        }
-        Some(Value::Str(s)) => {
+    let value = match db.write_or_create(key, || Str::Int(by))? {
+        (_, true) => by,
+        (s, false) => {
             let old = s.as_i64().ok_or(Error::NotInteger)?;
             let new = old.checked_add(by).ok_or(Error::Overflow)?;
             *s = Str::Int(new);
             new
         }
-        Some(_) => return Err(Error::WrongType),
     };
     out.int(value);
     ctx.modified(key, notify::STRING, "incrby");
@@ -77,20 +73,19 @@ pub fn incrbyfloat(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let result;
     let keep = ctx.propagating();
     let (db, out) = ctx.db_out();
-    match db.get_mut(key) {
+    match db.write::<Str>(key)? {
         None => {
             let v = longdouble::incr_by_float(b"0", by)?;
             out.bulk(&v);
             result = keep.then(|| v.clone());
             db.add_new(key, Value::Str(Str::plain(v)));
         }
-        Some(Value::Str(s)) => {
+        Some(s) => {
             let v = longdouble::incr_by_float(&s.as_bytes(), by)?;
             out.bulk(&v);
             result = keep.then(|| v.clone());
             *s = Str::plain(v);
         }
-        Some(_) => return Err(Error::WrongType),
     }
     ctx.modified(key, notify::STRING, "incrbyfloat");
     if let Some(v) = result {

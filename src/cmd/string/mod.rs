@@ -55,16 +55,15 @@ pub fn reply_str(out: &mut Reply, s: &Str) {
 /// Redis's `getGenericCommand`: replies with the string at `key` (or null),
 /// counting a hit or miss; WRONGTYPE for other types. True when the key exists.
 fn reply_get(db: &mut Db, out: &mut Reply, key: &[u8]) -> Result<bool, Error> {
-    match db.get(key) {
+    match db.read::<Str>(key)? {
         None => {
             out.null();
             Ok(false)
         }
-        Some(Value::Str(s)) => {
+        Some(s) => {
             reply_str(out, s);
             Ok(true)
         }
-        Some(_) => Err(Error::WrongType),
     }
 }
 
@@ -97,8 +96,8 @@ fn mget(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let (db, out) = ctx.db_out();
     out.array(n);
     for key in args.from(1) {
-        match db.get(key) {
-            Some(Value::Str(s)) => reply_str(out, s),
+        match db.read::<Str>(key) {
+            Ok(Some(s)) => reply_str(out, s),
             _ => out.null(),
         }
     }
@@ -127,8 +126,7 @@ fn getdel(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let key = args.at(1);
     let (db, out) = ctx.db_out();
     if reply_get(db, out, key)? {
-        db.remove(key);
-        ctx.modified(key, notify::GENERIC, "del");
+        ctx.delete_key(key);
         let del = crate::server::propagate::deletion(ctx.srv, "lazyfree-lazy-user-del");
         ctx.propagate_as(&[del, key]);
     }
@@ -143,18 +141,14 @@ fn append(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let (key, tail) = (args.at(1), args.at(2));
     let max = ctx.srv.config.proto_max_bulk_len;
     let db = ctx.db();
-    let total = match db.get_mut(key) {
-        None => {
-            db.add_new(key, Value::Str(Str::from_bytes(tail)));
-            tail.len()
-        }
-        Some(Value::Str(s)) => {
+    let total = match db.write_or_create(key, || Str::from_bytes(tail))? {
+        (_, true) => tail.len(),
+        (s, false) => {
             check_len(max, s.len(), tail.len())?;
             let v = s.make_raw();
             v.extend_from_slice(tail);
             v.len()
         }
-        Some(_) => return Err(Error::WrongType),
     };
     ctx.modified(key, notify::STRING, "append");
     ctx.out().int(total as i64);
@@ -168,10 +162,7 @@ fn append(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 fn strlen(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let key = args.at(1);
     let (db, out) = ctx.db_out();
-    match db.get(key) {
-        None => out.int(0),
-        Some(Value::Str(s)) => out.int(s.len() as i64),
-        Some(_) => return Err(Error::WrongType),
-    }
+    let n = db.read::<Str>(key)?.map_or(0, |s| s.len());
+    out.int(n as i64);
     Ok(())
 }

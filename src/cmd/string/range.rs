@@ -19,14 +19,11 @@ pub fn getrange(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let start = parse_i64(args.at(2)).ok_or(Error::NotInteger)?;
     let end = parse_i64(args.at(3)).ok_or(Error::NotInteger)?;
     let (db, out) = ctx.db_out();
-    let s = match db.get(key) {
-        None => {
-            out.bulk(b"");
-            return Ok(());
-        }
-        Some(Value::Str(s)) => s.as_bytes(),
-        Some(_) => return Err(Error::WrongType),
+    let Some(s) = db.read::<Str>(key)? else {
+        out.bulk(b"");
+        return Ok(());
     };
+    let s = s.as_bytes();
     match clamp_range(s.len(), start, end) {
         Some((a, b)) => out.bulk(&s[a..=b]),
         None => out.bulk(b""),
@@ -71,7 +68,7 @@ pub fn setrange(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let offset = offset as usize;
     let max = ctx.srv.config.proto_max_bulk_len;
     let (db, out) = ctx.db_out();
-    let len = match db.get_mut(key) {
+    let len = match db.write::<Str>(key)? {
         None => {
             if val.is_empty() {
                 out.int(0);
@@ -84,7 +81,7 @@ pub fn setrange(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             db.add_new(key, Value::Str(Str::Raw(v)));
             len
         }
-        Some(Value::Str(s)) => {
+        Some(s) => {
             if val.is_empty() {
                 out.int(s.len() as i64);
                 return Ok(());
@@ -97,7 +94,6 @@ pub fn setrange(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             v[offset..offset + val.len()].copy_from_slice(val);
             v.len()
         }
-        Some(_) => return Err(Error::WrongType),
     };
     out.int(len as i64);
     ctx.modified(key, notify::STRING, "setrange");
@@ -123,10 +119,10 @@ pub fn lcs(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let mut strs: [Vec<u8>; 2] = Default::default();
     let mut wrong = false;
     for (i, s) in strs.iter_mut().enumerate() {
-        match db.get(args.at(1 + i)) {
-            None => {}
-            Some(Value::Str(v)) => *s = v.as_bytes().into_owned(),
-            Some(_) => wrong = true,
+        match db.read::<Str>(args.at(1 + i)) {
+            Ok(None) => {}
+            Ok(Some(v)) => *s = v.as_bytes().into_owned(),
+            Err(_) => wrong = true,
         }
     }
     if wrong {

@@ -4,7 +4,7 @@
 use super::reply_get;
 use crate::clock;
 use crate::command::Args;
-use crate::db::Value;
+use crate::db::{Typed, Value};
 use crate::error::{CmdResult, Error};
 use crate::server::{notify, Ctx};
 use crate::types::number::parse_i64;
@@ -278,26 +278,21 @@ pub fn getex(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     args.set_pos(2);
     let o = parse_opts(args, false)?;
     let db = ctx.db();
-    match db.get(key) {
-        None => {
-            ctx.out().null();
-            return Ok(());
-        }
-        Some(Value::Str(_)) => {}
-        Some(_) => return Err(Error::WrongType),
+    if db.read::<Str>(key)?.is_none() {
+        ctx.out().null();
+        return Ok(());
     }
     let at = match o.expire {
         Some((unit, raw)) => Some((unit, expire_at(unit, raw, "getex")?)),
         None => None,
     };
     let (db, out) = ctx.db_out();
-    if let Some(Value::Str(s)) = db.peek(key) {
+    if let Some(s) = db.peek(key).and_then(Str::of) {
         super::reply_str(out, s);
     }
     match at {
         Some((Unit::ExAt | Unit::PxAt, at)) if at <= clock::now_ms() => {
-            db.remove(key);
-            ctx.modified(key, notify::GENERIC, "del");
+            ctx.delete_key(key);
             let del = crate::server::propagate::expired_del(ctx.srv);
             ctx.propagate_as(&[del, key]);
         }

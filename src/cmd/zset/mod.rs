@@ -171,35 +171,6 @@ pub fn limits(ctx: &Ctx) -> Limits {
     }
 }
 
-/// The sorted set at `key` for reading: None when missing, WRONGTYPE for another type.
-pub fn read_zset<'a>(db: &'a mut Db, key: &[u8]) -> Result<Option<&'a mut ZSet>, Error> {
-    match db.get(key) {
-        None => Ok(None),
-        Some(Value::ZSet(z)) => Ok(Some(z)),
-        Some(_) => Err(Error::WrongType),
-    }
-}
-
-/// As [`read_zset`], for writing (no hit/miss counting).
-pub fn write_zset<'a>(db: &'a mut Db, key: &[u8]) -> Result<Option<&'a mut ZSet>, Error> {
-    match db.get_mut(key) {
-        None => Ok(None),
-        Some(Value::ZSet(z)) => Ok(Some(z)),
-        Some(_) => Err(Error::WrongType),
-    }
-}
-
-/// After a change that may have emptied the set: raises `event`, and when the
-/// set is empty deletes the key and raises `del`, as Redis does.
-pub fn finish_write(ctx: &mut Ctx, key: &[u8], event: &'static str) {
-    let empty = matches!(ctx.db().peek(key), Some(Value::ZSet(z)) if z.is_empty());
-    ctx.modified(key, notify::ZSET, event);
-    if empty {
-        ctx.db().remove(key);
-        ctx.modified(key, notify::GENERIC, "del");
-    }
-}
-
 /// Stores a computed result at `dst` (Redis's `setKey`, dropping any TTL), or
 /// deletes `dst` when the result is empty. Replies with the result's size.
 pub fn store_result(ctx: &mut Ctx, dst: &[u8], mut z: ZSet, event: &'static str) {
@@ -211,9 +182,7 @@ pub fn store_result(ctx: &mut Ctx, dst: &[u8], mut z: ZSet, event: &'static str)
         ctx.modified(dst, notify::ZSET, event);
     } else {
         ctx.out().int(0);
-        if ctx.db().remove(dst).is_some() {
-            ctx.modified(dst, notify::GENERIC, "del");
-        }
+        ctx.delete_key(dst);
     }
 }
 

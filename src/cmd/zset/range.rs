@@ -138,7 +138,7 @@ fn generic(
     };
     let srv = &mut *ctx.srv;
     let db = &mut srv.ks.dbs[ctx.client.db];
-    let Some(z) = read_zset(db, key)? else {
+    let Some(z) = db.read::<ZSet>(key)? else {
         match store {
             Some(dst) => {
                 let z = ZSet::with_hint(0, 0, limits(ctx));

@@ -13,7 +13,7 @@ use std::borrow::Cow;
 /// Integer: the number of members (0 for a missing key).
 pub fn zcard(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let (db, out) = ctx.db_out();
-    let n = read_zset(db, args.at(1))?.map_or(0, |z| z.len());
+    let n = db.read::<ZSet>(args.at(1))?.map_or(0, |z| z.len());
     out.int(n as i64);
     Ok(())
 }
@@ -24,7 +24,10 @@ pub fn zcard(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// Double, or null.
 pub fn zscore(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let (db, out) = ctx.db_out();
-    match read_zset(db, args.at(1))?.and_then(|z| z.score(args.at(2))) {
+    match db
+        .read::<ZSet>(args.at(1))?
+        .and_then(|z| z.score(args.at(2)))
+    {
         Some(s) => out.double(s),
         None => out.null(),
     }
@@ -37,7 +40,7 @@ pub fn zscore(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// Array of doubles or nulls.
 pub fn zmscore(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let (db, out) = ctx.db_out();
-    let z = read_zset(db, args.at(1))?;
+    let z = db.read::<ZSet>(args.at(1))?;
     out.array(args.len() - 2);
     for m in args.from(2) {
         match z.as_ref().and_then(|z| z.score(m)) {
@@ -50,7 +53,7 @@ pub fn zmscore(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 
 fn rank(ctx: &mut Ctx, args: &Args, rev: bool) -> CmdResult {
     let (db, out) = ctx.db_out();
-    let Some(z) = read_zset(db, args.at(1))? else {
+    let Some(z) = db.read::<ZSet>(args.at(1))? else {
         out.null();
         return Ok(());
     };
@@ -85,7 +88,7 @@ pub fn zrevrank(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 pub fn zcount(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let r = parse_score_range(args.at(2), args.at(3))?;
     let (db, out) = ctx.db_out();
-    let n = read_zset(db, args.at(1))?.map_or(0, |z| {
+    let n = db.read::<ZSet>(args.at(1))?.map_or(0, |z| {
         let (a, b) = z.score_ranks(&r);
         b - a
     });
@@ -100,7 +103,7 @@ pub fn zcount(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 pub fn zlexcount(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let r = parse_lex_range(args.at(2), args.at(3))?;
     let (db, out) = ctx.db_out();
-    let n = read_zset(db, args.at(1))?.map_or(0, |z| {
+    let n = db.read::<ZSet>(args.at(1))?.map_or(0, |z| {
         let (a, b) = z.lex_ranks(&r);
         b - a
     });
@@ -118,7 +121,7 @@ pub fn zrandmember(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     if args.len() == 2 {
         let r = ctx.srv.rng.next_u64();
         let (db, out) = ctx.db_out();
-        match read_zset(db, key)? {
+        match db.read::<ZSet>(key)? {
             Some(z) => out.bulk(z.at((r % z.len() as u64) as usize).0),
             None => out.null(),
         }
@@ -147,7 +150,7 @@ pub fn zrandmember(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let Ctx { srv, client, .. } = &mut *ctx;
     let rng = &mut srv.rng;
     let out = &mut client.reply;
-    let Some(z) = read_zset(&mut srv.ks.dbs[client.db], key)? else {
+    let Some(z) = srv.ks.dbs[client.db].read::<ZSet>(key)? else {
         out.empty_array();
         return Ok(());
     };
@@ -197,7 +200,7 @@ pub fn zscan(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let key = args.at(1);
     let cursor = scan::parse_cursor(args.at(2))?;
     let (db, out) = ctx.db_out();
-    let Some(z) = read_zset(db, key)? else {
+    let Some(z) = db.read::<ZSet>(key)? else {
         scan::reply::<&[u8]>(out, 0, &[]);
         return Ok(());
     };

@@ -127,7 +127,7 @@ fn parse(
     for i in keys.clone() {
         let db = ctx.db();
         let v = if store {
-            db.get_mut(args.at(i))
+            db.get_mut(args.at(i)).map(|v| &*v)
         } else {
             db.get(args.at(i))
         };

@@ -88,24 +88,23 @@ fn add_generic(ctx: &mut Ctx, args: &mut Args, f: AddFlags) -> CmdResult {
         scores.push(number::parse_f64(args.at(first + 2 * i)).ok_or(Error::NotFloat)?);
     }
     let limits = limits(ctx);
-    let db = ctx.db();
-    let exists = write_zset(db, key)?.is_some();
-    if !exists {
-        if f.xx {
+    let (db, out) = ctx.db_out();
+    let z = match db.write::<ZSet>(key)? {
+        Some(z) => z,
+        None if f.xx => {
             if f.incr {
-                ctx.out().null();
+                out.null();
             } else {
-                ctx.out().int(0);
+                out.int(0);
             }
             return Ok(());
         }
         // Redis 7.0 picks the encoding from the first member only.
-        let first_len = args.at(first + 1).len();
-        let z = ZSet::with_hint(1, first_len, limits);
-        db.add_new(key, Value::ZSet(Box::new(z)));
-    }
-    let Some(Value::ZSet(z)) = db.get_mut(key) else {
-        unreachable!()
+        None => {
+            let first_len = args.at(first + 1).len();
+            db.write_or_create(key, || ZSet::with_hint(1, first_len, limits))?
+                .0
+        }
     };
     let (mut added, mut updated, mut processed) = (0i64, 0i64, 0);
     let mut result = 0.0;
@@ -165,7 +164,7 @@ fn add_generic(ctx: &mut Ctx, args: &mut Args, f: AddFlags) -> CmdResult {
 /// Integer: members removed.
 pub fn zrem(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let key = args.at(1);
-    let Some(z) = write_zset(ctx.db(), key)? else {
+    let Some(z) = ctx.db().write::<ZSet>(key)? else {
         ctx.out().int(0);
         return Ok(());
     };
@@ -180,7 +179,8 @@ pub fn zrem(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     }
     ctx.out().int(n);
     if n > 0 {
-        finish_write(ctx, key, "zrem");
+        ctx.modified(key, notify::ZSET, "zrem");
+        ctx.delete_if_empty(key);
     }
     Ok(())
 }
@@ -194,7 +194,7 @@ enum RemRange {
 
 fn remrange(ctx: &mut Ctx, args: &Args, r: RemRange, event: &'static str) -> CmdResult {
     let key = args.at(1);
-    let Some(z) = write_zset(ctx.db(), key)? else {
+    let Some(z) = ctx.db().write::<ZSet>(key)? else {
         ctx.out().int(0);
         return Ok(());
     };
@@ -209,7 +209,8 @@ fn remrange(ctx: &mut Ctx, args: &Args, r: RemRange, event: &'static str) -> Cmd
     let n = z.remove_ranks(start, end);
     ctx.out().int(n as i64);
     if n > 0 {
-        finish_write(ctx, key, event);
+        ctx.modified(key, notify::ZSET, event);
+        ctx.delete_if_empty(key);
     }
     Ok(())
 }
@@ -272,7 +273,7 @@ struct PopShape {
 /// Pops up to `count` members from the set at `key`, which exists and is not
 /// empty, writing the reply; raises the events.
 fn pop_from(ctx: &mut Ctx, key: &[u8], max: bool, count: usize, shape: PopShape) {
-    let Ok(Some(z)) = write_zset(ctx.db(), key) else {
+    let Ok(Some(z)) = ctx.db().write::<ZSet>(key) else {
         unreachable!("pop_from on a missing set")
     };
     let popped: Vec<(Vec<u8>, f64)> = std::iter::from_fn(|| z.pop(max)).take(count).collect();
@@ -298,7 +299,8 @@ fn pop_from(ctx: &mut Ctx, key: &[u8], max: bool, count: usize, shape: PopShape)
         out.bulk(m);
         out.double(*s);
     }
-    finish_write(ctx, key, if max { "zpopmax" } else { "zpopmin" });
+    ctx.modified(key, notify::ZSET, if max { "zpopmax" } else { "zpopmin" });
+    ctx.delete_if_empty(key);
     if shape.emit_key {
         // BZPOP* and *MPOP propagate as the plain pop (with the count
         // popped, for the MPOP forms).
@@ -325,7 +327,7 @@ fn zpop(ctx: &mut Ctx, args: &mut Args, max: bool) -> CmdResult {
         None
     };
     let key = args.at(1);
-    let nonempty = write_zset(ctx.db(), key)?.is_some();
+    let nonempty = ctx.db().write::<ZSet>(key)?.is_some();
     if !nonempty || count == Some(0) {
         ctx.out().empty_array();
         return Ok(());
@@ -363,7 +365,7 @@ fn first_nonempty(
     keys: std::ops::Range<usize>,
 ) -> Result<Option<usize>, Error> {
     for i in keys {
-        if let Some(z) = write_zset(ctx.db(), args.at(i))? {
+        if let Some(z) = ctx.db().write::<ZSet>(args.at(i))? {
             if !z.is_empty() {
                 return Ok(Some(i));
             }
