@@ -161,7 +161,7 @@ fn script_stage(
         return reject(Rejection::ScriptArity);
     }
     // DEBUG SET-DISABLE-DENY-SCRIPTS lifts this check (a test hook).
-    if spec.has(flags::NOSCRIPT) && !srv.ext.script.allow_noscript {
+    if spec.has(flags::NOSCRIPT) && !srv.script.allow_noscript {
         return reject(Rejection::ScriptNoScript);
     }
     // Stale replica (`Can not execute the command on a stale replica`):

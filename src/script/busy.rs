@@ -113,16 +113,16 @@ pub fn register_listeners(
     if let Some(u) = unix {
         list.push((u.as_raw_fd(), Some(path.unwrap_or_default())));
     }
-    s.ext.script.listeners = list;
-    s.ext.script.server = Some(Rc::downgrade(srv));
+    s.script.listeners = list;
+    s.script.server = Some(Rc::downgrade(srv));
 }
 
 /// Accepts pending connections; their commands are then answered by `poll`.
 fn accept_new(srv: &mut Server) {
-    let Some(rc) = srv.ext.script.server.as_ref().and_then(|w| w.upgrade()) else {
+    let Some(rc) = srv.script.server.as_ref().and_then(|w| w.upgrade()) else {
         return;
     };
-    let listeners = srv.ext.script.listeners.clone();
+    let listeners = srv.script.listeners.clone();
     for (fd, unix_path) in listeners {
         for _ in 0..64 {
             // SAFETY: the listener fds stay open while the server runs;

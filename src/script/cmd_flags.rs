@@ -26,9 +26,9 @@ pub fn effective(srv: &Server, spec: &CommandSpec, args: &Args) -> u32 {
             for (d, c) in sha.iter_mut().zip(given) {
                 *d = c.to_ascii_lowercase();
             }
-            super::lookup(&srv.ext.script, &sha).and_then(|(_, _, f)| f)
+            super::lookup(&srv.script, &sha).and_then(|(_, _, f)| f)
         }
-        "fcall" | "fcall_ro" => srv.ext.script.functions.get(args.at(1)).map(|f| f.flags),
+        "fcall" | "fcall_ro" => srv.script.functions.get(args.at(1)).map(|f| f.flags),
         _ => None,
     };
     match declared {

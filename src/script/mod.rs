@@ -93,7 +93,7 @@ fn shebang_flags(body: &[u8]) -> Result<(Option<u32>, usize), String> {
     Ok((Some(flags), nl))
 }
 
-/// Scripting state kept in the server (`srv.ext.script`).
+/// Scripting state kept in the server (`srv.script`).
 #[derive(Default)]
 pub struct Scripting {
     vm: Option<Vm>,
@@ -321,7 +321,7 @@ impl Drop for RunGuard {
         };
         // redis.set_repl() lasts for one script.
         srv.prop.set_script_repl(true);
-        let s = &mut srv.ext.script;
+        let s = &mut srv.script;
         if let Some(mut sc) = self.client.take() {
             sc.reply.buf.clear();
             s.client = Some(sc);
@@ -341,7 +341,7 @@ impl Drop for RunGuard {
 /// the caller's reply buffer.
 /// The script sees the time of the command that runs it (dispatch froze it).
 pub fn run(srv: &mut Server, caller: &mut Client, call: Call<'_>) {
-    let mut sc = srv.ext.script.client.take().unwrap_or_else(|| {
+    let mut sc = srv.script.client.take().unwrap_or_else(|| {
         Box::new(Client::new(
             0,
             String::new(),
@@ -354,9 +354,9 @@ pub fn run(srv: &mut Server, caller: &mut Client, call: Call<'_>) {
     sc.reply.resp = 2;
     sc.reply.buf.clear();
     let l = if call.is_function {
-        srv.ext.script.functions.state()
+        srv.script.functions.state()
     } else {
-        srv.ext.script.vm().l
+        srv.script.vm().l
     };
     let now = crate::clock::now_us();
     let mut ctx = RunCtx {
@@ -428,7 +428,7 @@ pub fn run(srv: &mut Server, caller: &mut Client, call: Call<'_>) {
         rc
     };
     drop(guard);
-    let s = &mut srv.ext.script;
+    let s = &mut srv.script;
     if rc != 0 {
         // A failed script leaves its garbage behind; when it ran out of
         // memory, Lua 5.1 (which has no emergency collection) would fail

@@ -43,7 +43,7 @@ fn cmd(srv: &mut Server, c: &mut Client, words: &[&str]) -> Option<String> {
 fn assert_clean(srv: &mut Server) {
     // SAFETY: on this (the data) thread, no script running.
     assert!(unsafe { super::run_ctx() }.is_none());
-    assert!(srv.ext.script.client.is_some());
+    assert!(srv.script.client.is_some());
 }
 
 fn assert_works(srv: &mut Server, c: &mut Client, sha: &str) {
@@ -122,7 +122,7 @@ fn out_of_memory_fails_alone() {
     let hog = "local t={} for i=1,1e9 do t[i]={i} end";
     let e = cmd(&mut srv, &mut c, &["EVAL", hog, "0"]).unwrap();
     assert!(e.ends_with(", not enough memory \r\n"), "{e}");
-    let used = srv.ext.script.memory();
+    let used = srv.script.memory();
     assert!(used < super::vm::MEMORY_LIMIT / 4, "{used}");
     assert_works(&mut srv, &mut c, &sha);
     let r = cmd(&mut srv, &mut c, &["SCRIPT", "LOAD", "return 'fresh'"]).unwrap();

@@ -137,7 +137,7 @@ pub fn block(
         .lookup(ctx.spec.name.as_bytes())
         .expect("blocking command in table");
     if ctx.client.blocked.is_none() {
-        ctx.srv.ext.blocked_clients += 1;
+        ctx.srv.blocked_clients += 1;
     }
     ctx.client.blocked = Some(Box::new(Blocked {
         db,
@@ -153,7 +153,7 @@ pub fn block(
 /// Removes a client from every waiter list (unblocked, timed out, disconnected).
 pub fn unregister(srv: &mut Server, client: &mut Client) -> Option<Box<Blocked>> {
     let b = client.blocked.take()?;
-    srv.ext.blocked_clients -= 1;
+    srv.blocked_clients -= 1;
     let db = &mut srv.ks.dbs[b.db];
     for k in &b.keys {
         if let Some(q) = db.waiters.get_mut(k) {
@@ -184,7 +184,7 @@ pub fn serve_ready(srv: &mut Server, current: &mut Client) {
     loop {
         // The common case, after every command: nobody waits, or nothing
         // became ready. (Keys are only marked ready while someone waits.)
-        if srv.ext.blocked_clients == 0 || srv.ks.dbs.iter().all(|db| db.ready.is_empty()) {
+        if srv.blocked_clients == 0 || srv.ks.dbs.iter().all(|db| db.ready.is_empty()) {
             return;
         }
         let mut ready = Vec::new();

@@ -232,10 +232,10 @@ pub async fn run(
     let accepts: Vec<_> = tcp.into_iter().map(|l| spawn_tcp_accept(&srv, l)).collect();
     {
         let mut s = srv.borrow_mut();
-        s.ext.tcp_accepts = accepts;
-        s.ext.tcp_addrs = (s.config.bind.clone(), s.config.port);
+        s.tcp_accepts = accepts;
+        s.tcp_addrs = (s.config.bind.clone(), s.config.port);
     }
-    srv.borrow_mut().ext.self_ref = Some(Rc::downgrade(&srv));
+    srv.borrow_mut().self_ref = Some(Rc::downgrade(&srv));
     if let Some(l) = unix {
         let srv = srv.clone();
         let path = srv.borrow().config.unixsocket.clone().unwrap_or_default();

@@ -54,13 +54,6 @@ pub struct Server {
     pub last_save_unix: i64,
     /// The stream of effects replicas and the AOF replay (see [`propagate`]).
     pub prop: propagate::Propagation,
-    /// Extension state for later families (scripting, tracking, ...).
-    pub ext: Extensions,
-}
-
-/// Per-family state that does not belong to the keyspace. Each family owns its field.
-#[derive(Default)]
-pub struct Extensions {
     /// SLOWLOG entries (server family).
     pub slowlog: crate::cmd::server::slowlog::SlowLog,
     /// Per-command latency histograms for INFO latencystats (server family).
@@ -136,7 +129,14 @@ impl Server {
             rng,
             last_save_unix: crate::clock::real_now_us() / 1_000_000,
             prop: Default::default(),
-            ext: Extensions::default(),
+            slowlog: Default::default(),
+            latency: Default::default(),
+            tcp_accepts: Default::default(),
+            tcp_addrs: Default::default(),
+            self_ref: Default::default(),
+            script: Default::default(),
+            tracking: Default::default(),
+            blocked_clients: Default::default(),
         }
     }
 
@@ -232,7 +232,7 @@ impl<'a> Ctx<'a> {
     pub fn modified_in(&mut self, db: usize, key: &[u8], class: u32, event: &'static str) {
         self.srv.ks.dbs[db].touch(key);
         self.srv.ks.dirty += 1;
-        if !self.srv.ext.tracking.idle() {
+        if !self.srv.tracking.idle() {
             let by = tracking::acting_client(self.srv, self.client);
             tracking::invalidate_key(self.srv, self.client, by, key);
         }

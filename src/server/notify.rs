@@ -177,7 +177,7 @@ pub fn flush(srv: &mut Server, current: &mut Client) {
             if wanted(srv, EXPIRED) {
                 publish_event(srv, current, "expired", db, &k);
             }
-            if !srv.ext.tracking.idle() {
+            if !srv.tracking.idle() {
                 super::tracking::invalidate_key(srv, current, 0, &k);
             }
         }

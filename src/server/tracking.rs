@@ -89,10 +89,10 @@ impl Mode {
 /// The running script's caller is busy, so its mode comes from the note
 /// taken before its request.
 fn mode(srv: &Server, current: &mut Client, id: ClientId) -> Option<Mode> {
-    if id != current.id && id == srv.ext.tracking.caller {
+    if id != current.id && id == srv.tracking.caller {
         if let Some(cell) = srv.clients.get(&id) {
             if cell.state.try_borrow().is_err() {
-                return srv.ext.tracking.caller_mode;
+                return srv.tracking.caller_mode;
             }
         }
     }
@@ -133,7 +133,7 @@ pub struct Options {
 /// checked by the caller. BCAST prefixes add to the ones already set.
 pub fn enable(srv: &mut Server, c: &mut Client, o: Options) {
     let t = c.tracking.get_or_insert_with(|| {
-        srv.ext.tracking.clients += 1;
+        srv.tracking.clients += 1;
         Box::default()
     });
     t.redirect = o.redirect;
@@ -149,8 +149,7 @@ pub fn enable(srv: &mut Server, c: &mut Client, o: Options) {
         }
         for p in list {
             t.prefixes.insert(p.clone());
-            srv.ext
-                .tracking
+            srv.tracking
                 .prefixes
                 .entry(p)
                 .or_default()
@@ -165,7 +164,7 @@ pub fn disable(srv: &mut Server, c: &mut Client) {
     let Some(t) = c.tracking.take() else {
         return;
     };
-    let tr = &mut srv.ext.tracking;
+    let tr = &mut srv.tracking;
     tr.clients -= 1;
     for p in &t.prefixes {
         if let Some(b) = tr.prefixes.get_mut(p) {
@@ -184,7 +183,7 @@ pub fn remember_keys(srv: &mut Server, c: &Client, keys: impl Iterator<Item = Ve
     if !c.tracking.as_deref().is_some_and(tracks_reads) {
         return;
     }
-    let tr = &mut srv.ext.tracking;
+    let tr = &mut srv.tracking;
     for k in keys {
         if tr.table.entry(k).or_default().insert(c.id) {
             tr.items += 1;
@@ -195,7 +194,7 @@ pub fn remember_keys(srv: &mut Server, c: &Client, keys: impl Iterator<Item = Ve
 /// Before each request: notes the client it runs for (see `Tracking::caller`).
 #[inline]
 pub fn before_dispatch(srv: &mut Server, c: &Client) {
-    let tr = &mut srv.ext.tracking;
+    let tr = &mut srv.tracking;
     tr.caller = c.id;
     tr.caller_tracks_reads = c.tracking.as_deref().is_some_and(tracks_reads);
     tr.caller_mode = Mode::of(c);
@@ -206,7 +205,7 @@ pub fn before_dispatch(srv: &mut Server, c: &Client) {
 #[inline]
 pub fn acting_client(srv: &Server, c: &Client) -> ClientId {
     if c.conn_kind == super::client::ConnKind::Script {
-        srv.ext.tracking.caller
+        srv.tracking.caller
     } else {
         c.id
     }
@@ -235,11 +234,11 @@ pub fn after_call(
         && !matches!(spec.name, "eval_ro" | "evalsha_ro" | "fcall_ro")
     {
         if c.conn_kind == super::client::ConnKind::Script {
-            if srv.ext.tracking.caller_tracks_reads {
+            if srv.tracking.caller_tracks_reads {
                 // A script that reads tracks every key it declared, for
                 // the client that ran it.
-                let id = srv.ext.tracking.caller;
-                let tr = &mut srv.ext.tracking;
+                let id = srv.tracking.caller;
+                let tr = &mut srv.tracking;
                 for key in crate::script::declared_keys() {
                     if tr.table.entry(key).or_default().insert(id) {
                         tr.items += 1;
@@ -251,7 +250,7 @@ pub fn after_call(
         }
     }
     if ok
-        && (srv.ext.tracking.clients > 0 || !srv.ext.tracking.idle())
+        && (srv.tracking.clients > 0 || !srv.tracking.idle())
         && matches!(spec.name, "flushdb" | "flushall")
     {
         on_flush(srv, c);
@@ -298,7 +297,7 @@ fn invalidate_key_for(
     key: &[u8],
     running: Option<ClientId>,
 ) {
-    let tr = &mut srv.ext.tracking;
+    let tr = &mut srv.tracking;
     if !tr.prefixes.is_empty() {
         for (p, b) in tr.prefixes.iter_mut() {
             if key.starts_with(p) {
@@ -318,7 +317,7 @@ fn invalidate_key_for(
             continue;
         }
         if Some(id) == running {
-            srv.ext.tracking.pending.push((id, Some(key.to_vec())));
+            srv.tracking.pending.push((id, Some(key.to_vec())));
         } else {
             send(srv, current, id, Payload::Keys(&[key]));
         }
@@ -329,7 +328,7 @@ fn invalidate_key_for(
 /// changed (a null), and the table is emptied (Redis's
 /// `trackingInvalidateKeysOnFlush`). Call after the flush.
 pub fn on_flush(srv: &mut Server, current: &mut Client) {
-    if srv.ext.tracking.clients > 0 {
+    if srv.tracking.clients > 0 {
         let mut ids: Vec<ClientId> = srv.clients.keys().copied().collect();
         ids.sort_unstable();
         for id in ids {
@@ -337,13 +336,13 @@ pub fn on_flush(srv: &mut Server, current: &mut Client) {
                 continue;
             }
             if id == acting_client(srv, current) {
-                srv.ext.tracking.pending.push((id, None));
+                srv.tracking.pending.push((id, None));
             } else {
                 send(srv, current, id, Payload::Null);
             }
         }
     }
-    let tr = &mut srv.ext.tracking;
+    let tr = &mut srv.tracking;
     tr.table.clear();
     tr.items = 0;
 }
@@ -351,10 +350,10 @@ pub fn on_flush(srv: &mut Server, current: &mut Client) {
 /// After a top-level command (or EXEC): sends the running client the
 /// invalidations its own command caused, one message per key.
 pub fn send_pending(srv: &mut Server, current: &mut Client) {
-    if srv.ext.tracking.pending.is_empty() {
+    if srv.tracking.pending.is_empty() {
         return;
     }
-    let pending = std::mem::take(&mut srv.ext.tracking.pending);
+    let pending = std::mem::take(&mut srv.tracking.pending);
     for (id, key) in pending {
         match &key {
             Some(k) => send(srv, current, id, Payload::Keys(&[k])),
@@ -367,7 +366,7 @@ pub fn send_pending(srv: &mut Server, current: &mut Client) {
 /// invalidations collected since the last turn, then keeps the tracking
 /// table under `tracking-table-max-keys`.
 pub fn before_sleep(srv: &mut Server, current: &mut Client) {
-    if srv.ext.tracking.clients == 0 {
+    if srv.tracking.clients == 0 {
         return;
     }
     broadcast(srv, current);
@@ -380,7 +379,7 @@ fn broadcast(srv: &mut Server, current: &mut Client) {
     // (listeners, changed keys) per prefix with news.
     type Work = (Vec<ClientId>, BTreeMap<Vec<u8>, ClientId>);
     let mut work: Vec<Work> = Vec::new();
-    for b in srv.ext.tracking.prefixes.values_mut() {
+    for b in srv.tracking.prefixes.values_mut() {
         if !b.keys.is_empty() {
             work.push((
                 b.clients.iter().copied().collect(),
@@ -413,24 +412,24 @@ fn broadcast(srv: &mut Server, current: &mut Client) {
 /// (Redis's `trackingLimitUsedSlots`).
 fn limit_table(srv: &mut Server, current: &mut Client) {
     let max = srv.config.tracking_table_max_keys as usize;
-    if max == 0 || srv.ext.tracking.table.len() <= max {
-        srv.ext.tracking.over_limit_rounds = 0;
+    if max == 0 || srv.tracking.table.len() <= max {
+        srv.tracking.over_limit_rounds = 0;
         return;
     }
-    let mut effort = 100 * (srv.ext.tracking.over_limit_rounds + 1);
+    let mut effort = 100 * (srv.tracking.over_limit_rounds + 1);
     while effort > 0 {
         effort -= 1;
-        let Some(key) = srv.ext.tracking.table.keys().next().cloned() else {
+        let Some(key) = srv.tracking.table.keys().next().cloned() else {
             break;
         };
         // Between commands: no client is running, so NOLOOP skips nobody.
         invalidate_key_for(srv, current, 0, &key, None);
-        if srv.ext.tracking.table.len() <= max {
-            srv.ext.tracking.over_limit_rounds = 0;
+        if srv.tracking.table.len() <= max {
+            srv.tracking.over_limit_rounds = 0;
             return;
         }
     }
-    srv.ext.tracking.over_limit_rounds += 1;
+    srv.tracking.over_limit_rounds += 1;
 }
 
 /// Sends one invalidation to tracking client `id`, through its redirect
@@ -557,10 +556,10 @@ mod tests {
                     let by = clients[ci].id;
                     invalidate_key(&mut srv, &mut clients[ci], by, &key);
                     model.remove(&key);
-                    srv.ext.tracking.pending.clear();
+                    srv.tracking.pending.clear();
                 }
             }
-            let tr = &srv.ext.tracking;
+            let tr = &srv.tracking;
             let table: std::collections::BTreeMap<Vec<u8>, BTreeSet<ClientId>> = tr
                 .table
                 .iter()
@@ -590,16 +589,16 @@ mod tests {
         };
         enable(&mut srv, &mut a, opts(&["user:", "job:"]));
         enable(&mut srv, &mut b, opts(&["user:"]));
-        assert_eq!(srv.ext.tracking.totals().2, 2);
+        assert_eq!(srv.tracking.totals().2, 2);
         invalidate_key(&mut srv, &mut a, 1, b"user:7");
         invalidate_key(&mut srv, &mut a, 1, b"other");
-        let bucket = &srv.ext.tracking.prefixes[&b"user:"[..]];
+        let bucket = &srv.tracking.prefixes[&b"user:"[..]];
         assert_eq!(bucket.keys.len(), 1);
         assert_eq!(bucket.clients.len(), 2);
         disable(&mut srv, &mut a);
-        assert_eq!(srv.ext.tracking.totals().2, 1);
+        assert_eq!(srv.tracking.totals().2, 1);
         disable(&mut srv, &mut b);
-        assert!(srv.ext.tracking.idle());
-        assert_eq!(srv.ext.tracking.clients, 0);
+        assert!(srv.tracking.idle());
+        assert_eq!(srv.tracking.clients, 0);
     }
 }

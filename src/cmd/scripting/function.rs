@@ -37,7 +37,6 @@ fn fcall_generic(ctx: &mut Ctx, args: &Args, read_only: bool) -> CmdResult {
     let (func_ref, flags, name) = {
         let f = ctx
             .srv
-            .ext
             .script
             .functions
             .get(args.at(1))
@@ -102,7 +101,6 @@ fn load(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let code = args.next_or_syntax()?;
     let name = ctx
         .srv
-        .ext
         .script
         .functions
         .load(code, replace)
@@ -133,7 +131,7 @@ fn list(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             ));
         }
     }
-    let funcs = &ctx.srv.ext.script.functions;
+    let funcs = &ctx.srv.script.functions;
     let out = &mut ctx.client.reply;
     let libs: Vec<_> = funcs
         .libs
@@ -180,7 +178,7 @@ fn list(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// ```
 /// `OK`.
 fn delete(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
-    if !ctx.srv.ext.script.functions.delete(args.at(2)) {
+    if !ctx.srv.script.functions.delete(args.at(2)) {
         return Err(Error::msg("Library not found"));
     }
     ctx.srv.ks.dirty += 1;
@@ -199,7 +197,7 @@ fn flush(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     if args.len() == 3 && !args.eat_ci("SYNC") && !args.eat_ci("ASYNC") {
         return Err(Error::msg("FUNCTION FLUSH only supports SYNC|ASYNC option"));
     }
-    ctx.srv.ext.script.functions.flush();
+    ctx.srv.script.functions.flush();
     ctx.srv.ks.dirty += 1;
     ctx.out().ok();
     Ok(())
@@ -232,7 +230,7 @@ fn stats(ctx: &mut Ctx, _args: &mut Args) -> CmdResult {
     if let Some((false, ..)) = running {
         return Err(Error::coded(script::busy::BUSY_EVAL));
     }
-    let funcs = &ctx.srv.ext.script.functions;
+    let funcs = &ctx.srv.script.functions;
     let (nlibs, nfuncs) = (funcs.libs.len(), funcs.functions_count());
     let out = &mut ctx.client.reply;
     out.map(2);
@@ -270,7 +268,6 @@ fn stats(ctx: &mut Ctx, _args: &mut Args) -> CmdResult {
 fn dump(ctx: &mut Ctx, _args: &mut Args) -> CmdResult {
     let codes: Vec<&[u8]> = ctx
         .srv
-        .ext
         .script
         .functions
         .libs
@@ -313,7 +310,7 @@ fn restore(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         return Err(sub_syntax_error(args));
     };
     let codes = script::payload::restore(data).map_err(|e| Error::Msg(e.into()))?;
-    let funcs = &mut ctx.srv.ext.script.functions;
+    let funcs = &mut ctx.srv.script.functions;
     // Load into a fresh set first, so a failure leaves the current libraries alone.
     let mut fresh = crate::script::function::Functions::default();
     for code in &codes {

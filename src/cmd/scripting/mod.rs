@@ -119,7 +119,7 @@ pub fn feed_monitors(ctx: &mut Ctx, args: &Args) {
 fn eval_generic(ctx: &mut Ctx, args: &Args, by_sha: bool, read_only: bool) -> CmdResult {
     feed_monitors(ctx, args);
     let (keys, argv) = parse_keys_args(args)?;
-    let s = &mut ctx.srv.ext.script;
+    let s = &mut ctx.srv.script;
     let (func_ref, name, flags) = if by_sha {
         let given = args.at(1);
         let mut sha = [0u8; 40];
@@ -206,7 +206,7 @@ fn script_exists(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             for (d, c) in sha.iter_mut().zip(a) {
                 *d = c.to_ascii_lowercase();
             }
-            ctx.srv.ext.script.scripts.contains_key(&sha)
+            ctx.srv.script.scripts.contains_key(&sha)
         };
         ctx.client.reply.int(found as i64);
     }
@@ -221,7 +221,7 @@ fn script_flush(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     if args.len() > 3 || (args.len() == 3 && !args.eat_ci("SYNC") && !args.eat_ci("ASYNC")) {
         return Err(Error::msg("SCRIPT FLUSH only support SYNC|ASYNC option"));
     }
-    ctx.srv.ext.script.flush();
+    ctx.srv.script.flush();
     ctx.out().ok();
     Ok(())
 }
@@ -263,7 +263,7 @@ pub fn kill_running(is_eval: bool) -> CmdResult {
 /// ```
 /// The script's SHA1 digest as a bulk string.
 fn script_load(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
-    let sha = script::load(&mut ctx.srv.ext.script, args.at(2))?;
+    let sha = script::load(&mut ctx.srv.script, args.at(2))?;
     ctx.out().bulk(&sha);
     Ok(())
 }

@@ -165,7 +165,7 @@ fn runtime_check(ctx: &mut Ctx, name: &str, before: &crate::config::Config) -> R
     // One re-bind covers a port and a bind change in the same CONFIG SET.
     let changed = matches!(name, "port" | "bind")
         && (cfg.port != before.port || cfg.bind != before.bind)
-        && ctx.srv.ext.tcp_addrs != (cfg.bind.clone(), cfg.port);
+        && ctx.srv.tcp_addrs != (cfg.bind.clone(), cfg.port);
     if !changed {
         return Ok(());
     }
@@ -176,26 +176,26 @@ fn runtime_check(ctx: &mut Ctx, name: &str, before: &crate::config::Config) -> R
             "Failed to bind to specified addresses.".to_string()
         }
     };
-    let Some(me) = ctx.srv.ext.self_ref.as_ref().and_then(|w| w.upgrade()) else {
+    let Some(me) = ctx.srv.self_ref.as_ref().and_then(|w| w.upgrade()) else {
         return Err(fail());
     };
     let listeners = crate::server::listener::bind_tcp(cfg).map_err(|_| fail())?;
-    for h in ctx.srv.ext.tcp_accepts.drain(..) {
+    for h in ctx.srv.tcp_accepts.drain(..) {
         h.abort();
     }
     // The busy-script poller accepts on raw fds: give it the new sockets.
-    let script = &mut ctx.srv.ext.script;
+    let script = &mut ctx.srv.script;
     script.listeners.retain(|(_, unix)| unix.is_some());
     script.listeners.extend(
         listeners
             .iter()
             .map(|l| (std::os::fd::AsRawFd::as_raw_fd(l), None)),
     );
-    ctx.srv.ext.tcp_accepts = listeners
+    ctx.srv.tcp_accepts = listeners
         .into_iter()
         .map(|l| crate::server::listener::spawn_tcp_accept(&me, l))
         .collect();
-    ctx.srv.ext.tcp_addrs = (cfg.bind.clone(), cfg.port);
+    ctx.srv.tcp_addrs = (cfg.bind.clone(), cfg.port);
     Ok(())
 }
 
@@ -214,7 +214,7 @@ fn after_set(ctx: &mut Ctx, before: &crate::config::Config) {
         }
     }
     let max = cfg.slowlog_max_len;
-    ctx.srv.ext.slowlog.trim(max);
+    ctx.srv.slowlog.trim(max);
 }
 
 /// ```text
@@ -223,7 +223,7 @@ fn after_set(ctx: &mut Ctx, before: &crate::config::Config) {
 /// `OK`: INFO's counters, command and error stats start again from zero.
 fn resetstat(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
     ctx.srv.stats.reset();
-    ctx.srv.ext.latency = Default::default();
+    ctx.srv.latency = Default::default();
     for db in ctx.srv.ks.dbs.iter_mut() {
         db.hits = 0;
         db.misses = 0;

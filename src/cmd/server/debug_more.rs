@@ -33,7 +33,7 @@ pub fn run(ctx: &mut Ctx, sub: &[u8], args: &Args) -> Option<CmdResult> {
         ctx.out().ok();
     } else if is("set-disable-deny-scripts") && args.len() == 3 {
         // Scripts may then call commands flagged noscript (a test hook).
-        ctx.srv.ext.script.allow_noscript = atoi(args.at(2)) != 0;
+        ctx.srv.script.allow_noscript = atoi(args.at(2)) != 0;
         ctx.out().ok();
     } else {
         return None;

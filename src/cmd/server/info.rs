@@ -192,7 +192,7 @@ fn clients(srv: &Server, current_blocked: bool, out: &mut String) {
     line!(out, "client_recent_max_input_buffer:0");
     line!(out, "client_recent_max_output_buffer:0");
     line!(out, "blocked_clients:{blocked}");
-    line!(out, "tracking_clients:{}", srv.ext.tracking.clients);
+    line!(out, "tracking_clients:{}", srv.tracking.clients);
     line!(out, "clients_in_timeout_table:{in_timeout}");
 }
 
@@ -249,7 +249,7 @@ fn memory(srv: &Server, out: &mut String) {
     line!(out, "total_system_memory:{sysmem}");
     line!(out, "total_system_memory_human:{}", human(sysmem));
     // Scripting figures come from the engines (`script::Scripting::info`).
-    let sc = srv.ext.script.info();
+    let sc = srv.script.info();
     let (eval_vm, fn_vm) = (sc.vm_eval as u64, sc.vm_functions as u64);
     let scripts_mem = (sc.scripts_eval + sc.functions_mem) as u64;
     line!(out, "used_memory_lua:{eval_vm}");
@@ -399,7 +399,7 @@ fn stats(srv: &Server, out: &mut String) {
     ] {
         line!(out, "{f}");
     }
-    let (keys, items, prefixes) = srv.ext.tracking.totals();
+    let (keys, items, prefixes) = srv.tracking.totals();
     line!(out, "tracking_total_keys:{keys}");
     line!(out, "tracking_total_items:{items}");
     line!(out, "tracking_total_prefixes:{prefixes}");

@@ -159,7 +159,7 @@ pub fn monitor_sample(srv: &mut Server, event: &'static str, ms: u64) {
         return;
     }
     let now = crate::clock::real_now_us() / 1_000_000;
-    let series = srv.ext.latency.events.entry(event).or_default();
+    let series = srv.latency.events.entry(event).or_default();
     series.max = series.max.max(ms);
     match series.samples.back_mut() {
         Some(last) if last.0 == now => last.1 = last.1.max(ms),
@@ -186,7 +186,7 @@ pub fn record(srv: &mut Server, id: usize, spec: &CommandSpec, ns: u64) {
     if !srv.config.latency_tracking {
         return;
     }
-    let v = &mut srv.ext.latency.by_cmd;
+    let v = &mut srv.latency.by_cmd;
     if id >= v.len() {
         v.resize_with(id + 1, || None);
     }
@@ -207,7 +207,7 @@ pub fn section(srv: &Server, out: &mut String) {
         return;
     }
     let table = crate::command::table::table();
-    for (id, h) in srv.ext.latency.by_cmd.iter().enumerate() {
+    for (id, h) in srv.latency.by_cmd.iter().enumerate() {
         let (Some(h), Some(spec)) = (h, table.all.get(id)) else {
             continue;
         };
@@ -245,7 +245,7 @@ fn doctor(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
 /// ```
 /// Array of `[event, unix time, latest ms, max ms]`, one per event.
 fn latest(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
-    let events = &ctx.srv.ext.latency.events;
+    let events = &ctx.srv.latency.events;
     let out = &mut ctx.client.reply;
     out.array(events.len());
     for (name, s) in events {
@@ -267,7 +267,6 @@ fn history(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let event = args.at(2);
     let samples: Vec<(i64, u64)> = ctx
         .srv
-        .ext
         .latency
         .events
         .iter()
@@ -289,7 +288,7 @@ fn history(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// ```
 /// Integer: how many events were reset (all of them without arguments).
 fn reset(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
-    let events = &mut ctx.srv.ext.latency.events;
+    let events = &mut ctx.srv.latency.events;
     let n = if args.has_more() {
         let mut n = 0;
         for e in args.by_ref() {
@@ -319,7 +318,7 @@ fn reset(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// order (unknown names are skipped, repeated ones repeat, as in Redis).
 fn histogram(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let table = crate::command::table::table();
-    let lat = &ctx.srv.ext.latency;
+    let lat = &ctx.srv.latency;
     let with_calls = |id: usize| {
         lat.by_cmd
             .get(id)

@@ -44,7 +44,7 @@ const THP: &str = "- I detected a non zero amount of anonymous huge pages used b
 /// The report Redis's `createLatencyReport` writes, for the events Oxidis
 /// records (`command`, `fast-command`, `expire-cycle`).
 pub fn report(srv: &Server) -> String {
-    let events = &srv.ext.latency.events;
+    let events = &srv.latency.events;
     let threshold = srv.config.latency_monitor_threshold;
     if events.is_empty() && threshold == 0 {
         return DISABLED.to_string();

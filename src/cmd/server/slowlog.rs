@@ -132,7 +132,7 @@ pub fn record(srv: &mut Server, client: &Client, args: &Args, duration_us: i64) 
             argv.push(a.to_vec());
         }
     }
-    let log = &mut srv.ext.slowlog;
+    let log = &mut srv.slowlog;
     let id = log.next_id;
     log.next_id += 1;
     log.entries.push_front(Entry {
@@ -164,7 +164,7 @@ fn get(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             _ => return Err(Error::msg("count should be greater than or equal to -1")),
         }
     }
-    let log = &ctx.srv.ext.slowlog;
+    let log = &ctx.srv.slowlog;
     let out = &mut ctx.client.reply;
     let n = count.min(log.entries.len());
     out.array(n);
@@ -188,7 +188,7 @@ fn get(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// ```
 /// Integer: entries in the log.
 fn len(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
-    let n = ctx.srv.ext.slowlog.entries.len() as i64;
+    let n = ctx.srv.slowlog.entries.len() as i64;
     ctx.out().int(n);
     Ok(())
 }
@@ -198,7 +198,7 @@ fn len(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
 /// ```
 /// `OK`; the log is emptied (ids keep counting).
 fn reset(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
-    ctx.srv.ext.slowlog.entries.clear();
+    ctx.srv.slowlog.entries.clear();
     ctx.out().ok();
     Ok(())
 }
