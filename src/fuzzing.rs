@@ -3,8 +3,6 @@
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-use tokio::sync::Notify;
-
 use crate::command::args::Argv;
 use crate::command::dispatch::dispatch;
 use crate::resp::value::parse_value;
@@ -33,13 +31,13 @@ impl Harness {
         let client = Client::new(
             id,
             "127.0.0.1:40000".into(),
-            "127.0.0.1:6379".into(),
+            "127.0.0.1:6379",
             ConnKind::Tcp,
             srv.config.requirepass.is_some(),
         );
         let cell = Rc::new(ClientCell {
             state: RefCell::new(client),
-            wake: Notify::new(),
+            wake: Default::default(),
             kill: Cell::new(false),
         });
         srv.clients.insert(id, cell.clone());
