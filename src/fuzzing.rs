@@ -11,7 +11,7 @@ use crate::server::Server;
 use crate::Config;
 
 /// A server and one registered client, driven without a socket: each request
-/// goes through `dispatch` exactly as `server::conn` sends it there.
+/// goes through `dispatch` exactly as `net::conn` sends it there.
 pub struct Harness {
     pub srv: Server,
     pub cell: Rc<ClientCell>,
@@ -57,7 +57,7 @@ impl Harness {
         }
         dispatch(&mut self.srv, &mut c, &argv.args());
         if c.postponed {
-            return None; // CLIENT PAUSE holds it, as `server::conn` leaves it buffered
+            return None; // CLIENT PAUSE holds it, as `net::conn` leaves it buffered
         }
         let out = c.reply.buf.split().to_vec();
         check_frames(&out);

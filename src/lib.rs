@@ -1,11 +1,14 @@
 //! Oxidis: a Redis-compatible in-memory server.
 //!
-//! A request flows `server::conn` (socket) → `resp::decode` (frames) →
-//! `command::dispatch` (lookup, arity, auth, MULTI queue, pub/sub rules) →
-//! a handler in `cmd::<family>` (parse arguments, then act) → `db` and
-//! `types` (keyspace and data structures, no RESP) → `resp::encode` into the
-//! client's output buffer → one write back to the socket. One thread owns all
-//! data: handlers are synchronous, so MULTI/EXEC and scripts are atomic.
+//! A request flows `net::conn` (socket) → `resp::decode` (frames) →
+//! `command::dispatch` → `command::gate` (lookup, arity, auth, MULTI,
+//! pub/sub, OOM, pause, ... in Redis's `processCommand` order) → a handler in
+//! `cmd::<family>` (parse arguments, then act) → `db` and `types` (keyspace
+//! and data structures, no RESP) → `resp::encode` into the client's output
+//! buffer → one write back to the socket. Every write's effects leave by
+//! `server::propagate` (what a replica or the AOF would replay). One thread
+//! owns all data: handlers are synchronous, so MULTI/EXEC and scripts are
+//! atomic.
 //!
 //! [`start`] runs a server on its own thread for tests and embedding.
 
@@ -22,6 +25,7 @@ pub mod error;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod log;
+pub mod net;
 pub mod resp;
 pub mod script;
 pub mod server;
@@ -130,7 +134,7 @@ fn run_on_thread(config: Config, ephemeral: bool, signals: bool) -> std::io::Res
                         .await
                         .map(|l| (vec![l], None))
                 } else {
-                    server::listener::bind(&config).await
+                    net::listener::bind(&config).await
                 };
                 match bound {
                     Ok((tcp, unix)) => {
@@ -145,7 +149,7 @@ fn run_on_thread(config: Config, ephemeral: bool, signals: bool) -> std::io::Res
                         }
                         let taps = srv.borrow().prop.hub();
                         let _ = tx.send(Ok((addrs, path, taps)));
-                        server::listener::run(srv, tcp, unix, stop2, signals).await;
+                        net::listener::run(srv, tcp, unix, stop2, signals).await;
                     }
                     Err(e) => {
                         let _ = tx.send(Err(e));

@@ -1,6 +1,6 @@
 //! The request decoder (`resp::decode`): no panic on any bytes, ranges inside
 //! the buffer, and the same commands whether the bytes arrive at once or in
-//! pieces (honouring the decoder's `need`, as `server::conn` does).
+//! pieces (honouring the decoder's `need`, as `net::conn` does).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -31,7 +31,7 @@ fn words(buf: &[u8], ranges: &[(usize, usize)], inline: bool) -> Vec<Vec<u8>> {
         .collect()
 }
 
-/// Parses every complete request in `inbuf`, as `server::conn::process` does.
+/// Parses every complete request in `inbuf`, as `net::conn::process` does.
 fn drain(inbuf: &mut Vec<u8>, need: &mut usize, limits: Limits, out: &mut Vec<Event>) -> bool {
     let mut ranges = Vec::new();
     while !inbuf.is_empty() && inbuf.len() >= *need {

@@ -23,9 +23,9 @@ use super::{run_ctx, RunCtx};
 use crate::command::args::Args;
 use crate::command::dispatch;
 use crate::command::gate::{self, Caller, Verdict};
+use crate::net::listener::accept_client_borrowed;
 use crate::resp::decode::{Decoder, Limits, Parsed};
 use crate::server::client::{Client, ConnKind};
-use crate::server::listener::accept_client_borrowed;
 use crate::server::Server;
 
 /// Instructions between two hook calls.

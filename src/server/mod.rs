@@ -2,17 +2,13 @@
 
 pub mod blocking;
 pub mod client;
-pub mod conn;
 pub mod cron;
 pub mod fault;
-pub mod listener;
 pub mod monitor;
 pub mod notify;
 pub mod oom;
 pub mod propagate;
 pub mod pubsub;
-pub mod shutdown;
-pub mod spin;
 pub mod stats;
 pub mod tracking;
 
@@ -44,7 +40,7 @@ pub struct Server {
     pub shutdown: Option<ShutdownRequest>,
     /// Notified when `shutdown` is set, to stop the listener loop.
     pub shutdown_signal: Rc<tokio::sync::Notify>,
-    /// Notified when a connection ran requests; wakes the spinner (`server::spin`).
+    /// Notified when a connection ran requests; wakes the spinner (`net::spin`).
     pub activity: Rc<tokio::sync::Notify>,
     /// Clients paused by CLIENT PAUSE until this unix millisecond, and for which commands.
     pub pause: Option<Pause>,

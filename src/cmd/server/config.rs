@@ -179,7 +179,7 @@ fn runtime_check(ctx: &mut Ctx, name: &str, before: &crate::config::Config) -> R
     let Some(me) = ctx.srv.self_ref.as_ref().and_then(|w| w.upgrade()) else {
         return Err(fail());
     };
-    let listeners = crate::server::listener::bind_tcp(cfg).map_err(|_| fail())?;
+    let listeners = crate::net::listener::bind_tcp(cfg).map_err(|_| fail())?;
     for h in ctx.srv.tcp_accepts.drain(..) {
         h.abort();
     }
@@ -193,7 +193,7 @@ fn runtime_check(ctx: &mut Ctx, name: &str, before: &crate::config::Config) -> R
     );
     ctx.srv.tcp_accepts = listeners
         .into_iter()
-        .map(|l| crate::server::listener::spawn_tcp_accept(&me, l))
+        .map(|l| crate::net::listener::spawn_tcp_accept(&me, l))
         .collect();
     ctx.srv.tcp_addrs = (cfg.bind.clone(), cfg.port);
     Ok(())

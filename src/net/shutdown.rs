@@ -1,7 +1,7 @@
 //! Orderly shutdown: what SHUTDOWN and SIGTERM do before the process exits.
 
-use super::Server;
 use crate::log;
+use crate::server::Server;
 
 pub fn finish(s: &mut Server) {
     log::warning("User requested shutdown...");

@@ -10,10 +10,10 @@ use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::time::Sleep;
 
-use super::client::{Client, ClientCell};
-use super::{blocking, Server};
 use crate::command::args::Args;
 use crate::resp::decode::{Decoder, Limits, Parsed};
+use crate::server::client::{Client, ClientCell};
+use crate::server::{blocking, Server};
 
 /// Bytes read from a socket at a time (Redis's `PROTO_IOBUF_LEN`).
 const READ_CHUNK: usize = 16 * 1024;
@@ -106,10 +106,10 @@ pub fn serve<S: Socket>(
                     input.buf = BytesMut::new();
                 }
                 #[cfg(test)]
-                if c.name.as_deref() == Some(super::fault::PANIC_TASK_NAME) {
+                if c.name.as_deref() == Some(crate::server::fault::PANIC_TASK_NAME) {
                     panic!("injected task fault (test build)");
                 }
-                super::tracking::before_sleep(&mut s, &mut c);
+                crate::server::tracking::before_sleep(&mut s, &mut c);
                 c.qbuf = input.buf.len();
                 let idle = if c.blocked.is_none()
                     && c.subscription_count() == 0
@@ -244,7 +244,7 @@ fn over_query_limit(s: &Server, c: &mut Client, input: &Input) -> bool {
     }
     c.qbuf = unparsed.len();
     let mut head = Vec::new();
-    super::monitor::repr(&mut head, &unparsed[..unparsed.len().min(64)]);
+    crate::server::monitor::repr(&mut head, &unparsed[..unparsed.len().min(64)]);
     crate::log::warning(&format!(
         "Closing client that reached max query buffer length: {} (qbuf initial bytes: {})",
         crate::cmd::server::client::describe(c, false, 0),
@@ -364,7 +364,7 @@ fn process(srv: &mut Server, c: &mut Client, input: &mut Input) -> usize {
                     // Redis trims its query buffer after the batch, so
                     // CLIENT LIST's qbuf counts the batch during a command.
                     c.qbuf = input.buf.len();
-                    super::fault::dispatch_guarded(srv, c, &Args::new(buf, ranges));
+                    crate::server::fault::dispatch_guarded(srv, c, &Args::new(buf, ranges));
                     if c.postponed {
                         // CLIENT PAUSE holds it: left in the buffer, parsed
                         // again when the pause ends.

@@ -8,10 +8,10 @@ use std::time::Duration;
 use tokio::net::{TcpListener, UnixListener};
 use tokio::sync::Notify;
 
-use super::client::{Client, ClientCell, ConnKind};
-use super::Server;
 use crate::config::Config;
 use crate::log;
+use crate::server::client::{Client, ClientCell, ConnKind};
+use crate::server::Server;
 
 /// What the listener reports once it accepts connections.
 #[derive(Clone, Debug)]
@@ -211,10 +211,10 @@ const PROTECTED_MODE_ERROR: &str = "DENIED Redis is running in protected mode be
 
 /// Forgets a client that is gone: subscriptions, watches, blocking, monitors.
 pub fn remove_client(srv: &mut Server, c: &mut Client) {
-    super::blocking::unregister(srv, c);
+    crate::server::blocking::unregister(srv, c);
     crate::cmd::txn::unwatch_all(srv, c);
     crate::cmd::pubsub::unsubscribe_all(srv, c);
-    super::tracking::disable(srv, c);
+    crate::server::tracking::disable(srv, c);
     srv.monitors.retain(|&id| id != c.id);
     srv.clients.remove(&c.id);
 }
@@ -260,7 +260,7 @@ pub async fn run(
     }
     {
         let srv = srv.clone();
-        tokio::task::spawn_local(async move { super::cron::run(srv).await });
+        tokio::task::spawn_local(async move { crate::server::cron::run(srv).await });
     }
     {
         let activity = srv.borrow().activity.clone();

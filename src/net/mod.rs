@@ -1,0 +1,9 @@
+//! The socket side: listeners (TCP, unix), the connection loop, the post-activity spin and shutdown.
+//!
+//! Everything here moves bytes between sockets and the server's state in
+//! `crate::server`; no command logic lives here.
+
+pub mod conn;
+pub mod listener;
+pub mod shutdown;
+pub mod spin;
