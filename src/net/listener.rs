@@ -141,10 +141,7 @@ fn accept_client<S>(
 ) where
     S: super::conn::Socket + std::os::fd::AsRawFd + 'static,
 {
-    let cell = register_client(&mut srv.borrow_mut(), stream.as_raw_fd(), addr, laddr, kind);
-    // The connection's future itself, not wrapped in another that would
-    // hold a second copy of its arguments (see `conn::serve`).
-    tokio::task::spawn_local(super::conn::serve(srv.clone(), cell, stream));
+    accept_client_borrowed(srv, &mut srv.borrow_mut(), stream, addr, laddr, kind);
 }
 
 /// As `accept_client`, for a connection accepted while the server state is
