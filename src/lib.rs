@@ -26,6 +26,7 @@ pub mod error;
 pub mod fuzzing;
 pub mod log;
 pub mod net;
+pub mod persist;
 pub mod resp;
 pub mod script;
 pub mod server;
