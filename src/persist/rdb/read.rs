@@ -642,3 +642,117 @@ fn packed_zset(items: &[Elem], lim: &Limits) -> Result<ZSet, Bad> {
     )?;
     Ok(z)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::persist::rdb::write::Encoder;
+    use crate::persist::rdb::ziplist::build;
+
+    fn lim() -> Limits {
+        Limits::from_config(&crate::config::Config::default())
+    }
+
+    /// The value of RDB type `t` whose body is `blob` as one RDB string.
+    fn load_blob(t: u8, blob: &[u8]) -> Result<Value, Bad> {
+        let mut e = Encoder::new(false);
+        e.string(blob);
+        Reader::new(&e.buf).object(t, &lim())
+    }
+
+    fn items(v: &Value) -> Vec<Vec<u8>> {
+        match v {
+            Value::List(l) => l.iter().map(|x| x.to_vec()).collect(),
+            Value::Hash(h) => h
+                .iter()
+                .flat_map(|(f, v)| [f.to_vec(), v.to_vec()])
+                .collect(),
+            Value::ZSet(z) => z
+                .iter()
+                .flat_map(|(m, s)| [m.to_vec(), s.to_string().into_bytes()])
+                .collect(),
+            _ => panic!("not a collection"),
+        }
+    }
+
+    fn strs(v: &[&str]) -> Vec<Vec<u8>> {
+        v.iter().map(|s| s.as_bytes().to_vec()).collect()
+    }
+
+    /// Encodings Redis 7.0 no longer writes, built from ziplist.c/zipmap.c's layouts.
+    #[test]
+    fn old_encodings_load() {
+        let zl = build::ziplist(&[b"a", b"12", b"-7", b"hello"]);
+        let v = load_blob(TYPE_LIST_ZIPLIST, &zl).unwrap();
+        assert_eq!(items(&v), strs(&["a", "12", "-7", "hello"]));
+        let v = load_blob(TYPE_HASH_ZIPLIST, &zl).unwrap();
+        assert_eq!(v.encoding(), "listpack");
+        assert_eq!(items(&v), strs(&["a", "12", "-7", "hello"]));
+        let zs = build::ziplist(&[b"m1", b"2.5", b"m2", b"3"]);
+        let v = load_blob(TYPE_ZSET_ZIPLIST, &zs).unwrap();
+        assert_eq!(items(&v), strs(&["m1", "2.5", "m2", "3"]));
+        let zm = build::zipmap(&[(b"f", b"v"), (b"g", b"w")], 2);
+        let v = load_blob(TYPE_HASH_ZIPMAP, &zm).unwrap();
+        assert_eq!(items(&v), strs(&["f", "v", "g", "w"]));
+        // Quicklist v1: a node count, then each node a ziplist.
+        let mut e = Encoder::new(false);
+        e.len(2);
+        e.string(&build::ziplist(&[b"x", b"1"]));
+        e.string(&build::ziplist(&[b"y"]));
+        let v = Reader::new(&e.buf)
+            .object(TYPE_LIST_QUICKLIST, &lim())
+            .unwrap();
+        assert_eq!(items(&v), strs(&["x", "1", "y"]));
+        // Old plain types: a list of strings, a zset with text scores.
+        let mut e = Encoder::new(false);
+        e.len(2);
+        e.string(b"p");
+        e.string(b"q");
+        let v = Reader::new(&e.buf).object(TYPE_LIST, &lim()).unwrap();
+        assert_eq!(items(&v), strs(&["p", "q"]));
+        let mut e = Encoder::new(false);
+        e.len(2);
+        e.string(b"a");
+        e.byte(3);
+        e.buf.extend_from_slice(b"1.5");
+        e.string(b"b");
+        e.byte(254); // +inf
+        let v = Reader::new(&e.buf).object(TYPE_ZSET, &lim()).unwrap();
+        assert_eq!(items(&v), strs(&["a", "1.5", "b", "inf"]));
+    }
+
+    #[test]
+    fn malformed_values_are_errors() {
+        let zl = build::ziplist(&[b"a", b"b"]);
+        assert!(matches!(
+            load_blob(TYPE_LIST_ZIPLIST, &zl[..zl.len() - 1]),
+            Err(Bad::Corrupt(_))
+        ));
+        let dup = build::ziplist(&[b"f", b"1", b"f", b"2"]);
+        assert!(matches!(
+            load_blob(TYPE_HASH_ZIPLIST, &dup),
+            Err(Bad::Corrupt(_))
+        ));
+        assert_eq!(
+            load_blob(TYPE_LIST_ZIPLIST, &build::ziplist(&[])).err(),
+            Some(Bad::EmptyKey)
+        );
+        // A count larger than the bytes left is a short read, not an allocation.
+        let mut e = Encoder::new(false);
+        e.len(1 << 40);
+        assert_eq!(
+            Reader::new(&e.buf).object(TYPE_SET, &lim()).err(),
+            Some(Bad::Eof)
+        );
+        assert!(matches!(
+            Reader::new(&[0x80, 0x12]).object(TYPE_MODULE_2, &lim()),
+            Err(Bad::Eof)
+        ));
+        let mut e = Encoder::new(false);
+        e.len(0x1234_5678 << 10);
+        match Reader::new(&e.buf).object(TYPE_MODULE_2, &lim()).err() {
+            Some(Bad::Unsupported(m)) => assert!(m.contains("module id"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+    }
+}
