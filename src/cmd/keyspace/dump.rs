@@ -2,7 +2,6 @@
 
 use crate::clock;
 use crate::command::Args;
-use crate::db::{Entry, LFU_INIT_VAL};
 use crate::error::{CmdResult, Error};
 use crate::persist::rdb::{self, read::Limits, PayloadError};
 use crate::server::{notify, Ctx};
@@ -90,26 +89,18 @@ pub fn restore(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         ctx.out().ok();
         return Ok(());
     }
-    // Redis's objectSetLRUOrLFU: FREQ counts under an LFU policy, IDLETIME otherwise.
-    let now_secs = (now / 1000) as u32;
-    let minutes = ((now / 60_000) & 0xffff) as u32;
     let lfu_policy = ctx
         .srv
         .config
         .get("maxmemory-policy")
         .is_some_and(|p| p.contains("lfu"));
-    let mut entry = Entry {
+    let entry = rdb::loaded_entry(
         val,
-        lru: now_secs,
-        lfu: minutes << 8 | LFU_INIT_VAL,
-    };
-    if lfu_policy {
-        if let Some(f) = freq {
-            entry.lfu = minutes << 8 | f as u32;
-        }
-    } else if let Some(i) = idle {
-        entry.lru = now_secs.saturating_sub(i.min(u32::MAX as i64) as u32);
-    }
+        lfu_policy,
+        freq.map(|f| f as u8),
+        idle.map(|i| i as u64),
+        now,
+    );
     ctx.db().put(key, entry, (ttl != 0).then_some(ttl));
     if ttl != 0 && !absttl && ctx.propagating() {
         let mut ms = itoa::Buffer::new();

@@ -7,7 +7,7 @@ use super::read::{Bad, Limits, Reader};
 use super::write::Encoder;
 use super::{LoadError, LoadInfo, CRC64};
 use crate::clock;
-use crate::db::{Db, Entry, LFU_INIT_VAL};
+use crate::db::Db;
 use crate::log;
 use crate::script::function::Functions;
 use crate::server::Server;
@@ -245,8 +245,6 @@ pub fn load_dataset_with(
     let mut r = Reader::new(data);
     r.pos = 9;
     let now_ms = clock::now_ms();
-    let now_secs = (now_ms / 1000) as u32;
-    let lfu_now = ((now_ms / 60_000) & 0xffff) as u32;
     let mut db = 0usize;
     let (mut expire, mut idle, mut freq): (Option<i64>, Option<u64>, Option<u8>) =
         (None, None, None);
@@ -329,20 +327,7 @@ pub fn load_dataset_with(
                         info.expired_skipped += 1;
                         return Ok(());
                     }
-                    let mut entry = Entry {
-                        val,
-                        lru: now_secs,
-                        lfu: lfu_now << 8 | LFU_INIT_VAL,
-                    };
-                    // Redis's objectSetLRUOrLFU: the counter under an LFU
-                    // policy, otherwise the idle time.
-                    if lfu_policy {
-                        if let Some(f) = f {
-                            entry.lfu = lfu_now << 8 | f as u32;
-                        }
-                    } else if let Some(i) = i {
-                        entry.lru = now_secs.saturating_sub(i.min(u32::MAX as u64) as u32);
-                    }
+                    let entry = super::loaded_entry(val, lfu_policy, f, i, now_ms);
                     if !dbs[db].add_loaded(&key, entry, ex) {
                         return Err(Bad::Unsupported(format!(
                             "RDB has duplicated key '{}' in DB {db}",
