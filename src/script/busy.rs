@@ -137,7 +137,7 @@ fn accept_new(srv: &mut Server) {
                         &rc,
                         srv,
                         t,
-                        format!("{path}:0"),
+                        format!("{path}:0").into(),
                         path.clone().into(),
                         ConnKind::Unix,
                     );
@@ -153,7 +153,7 @@ fn accept_new(srv: &mut Server) {
                         &rc,
                         srv,
                         t,
-                        peer.to_string(),
+                        peer.into(),
                         laddr.into(),
                         ConnKind::Tcp,
                     );
@@ -222,7 +222,7 @@ fn poll(srv: &mut Server, caller: crate::db::ClientId, is_function: bool) {
 /// Runs the complete commands in `c.pending_input` as Redis does while busy.
 fn answer(srv: &mut Server, c: &mut Client, is_function: bool) {
     let mut decoder = Decoder::default();
-    let mut input = std::mem::take(&mut c.pending_input);
+    let mut input = c.pending_input.take();
     let mut used = 0;
     while used < input.len() && !c.close_after_reply {
         let limits = Limits {
@@ -243,7 +243,7 @@ fn answer(srv: &mut Server, c: &mut Client, is_function: bool) {
         }
     }
     input.drain(..used);
-    c.pending_input = input;
+    c.pending_input = input.into();
 }
 
 /// One command while a script is busy, through the gate (which answers
