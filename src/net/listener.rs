@@ -238,13 +238,9 @@ pub async fn run(
         tokio::task::spawn_local(async move {
             loop {
                 match l.accept().await {
-                    Ok((stream, _)) => accept_client(
-                        &srv,
-                        stream,
-                        peer.clone(),
-                        laddr.clone(),
-                        ConnKind::Unix,
-                    ),
+                    Ok((stream, _)) => {
+                        accept_client(&srv, stream, peer.clone(), laddr.clone(), ConnKind::Unix)
+                    }
                     Err(e) => {
                         log::warning(&format!("Accepting client connection: {e}"));
                         tokio::time::sleep(Duration::from_millis(10)).await;

@@ -149,14 +149,7 @@ fn accept_new(srv: &mut Server) {
                 let _ = st.set_nodelay(true);
                 let laddr = st.local_addr().map(|a| a.to_string()).unwrap_or_default();
                 if let Ok(t) = tokio::net::TcpStream::from_std(st) {
-                    accept_client_borrowed(
-                        &rc,
-                        srv,
-                        t,
-                        peer.into(),
-                        laddr.into(),
-                        ConnKind::Tcp,
-                    );
+                    accept_client_borrowed(&rc, srv, t, peer.into(), laddr.into(), ConnKind::Tcp);
                 }
             }
         }

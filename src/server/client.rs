@@ -88,6 +88,14 @@ impl std::ops::DerefMut for LazySet {
     }
 }
 
+impl LazySet {
+    /// Takes the names out, leaving no allocation behind (and making none
+    /// for a client that never subscribed).
+    pub fn take(&mut self) -> HashSet<Vec<u8>> {
+        self.0.take().map(|s| *s).unwrap_or_default()
+    }
+}
+
 impl<'a> IntoIterator for &'a LazySet {
     type Item = &'a Vec<u8>;
     type IntoIter = std::collections::hash_set::Iter<'a, Vec<u8>>;
@@ -234,6 +242,39 @@ impl From<String> for Peer {
     }
 }
 
+/// The ACL user a client is authenticated as: no allocation for `default`,
+/// every connection's, and 16 bytes (a `Cow<str>` is 24).
+#[derive(Clone, Debug, Default)]
+pub struct UserName(Option<Box<str>>);
+
+impl UserName {
+    pub fn as_str(&self) -> &str {
+        self.0.as_deref().unwrap_or("default")
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        self.as_str().as_bytes()
+    }
+}
+
+impl std::fmt::Display for UserName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl From<&str> for UserName {
+    fn from(name: &str) -> UserName {
+        UserName((name != "default").then(|| name.into()))
+    }
+}
+
+impl From<String> for UserName {
+    fn from(name: String) -> UserName {
+        UserName((name != "default").then(|| name.into_boxed_str()))
+    }
+}
+
 /// `CLIENT SETINFO lib-name` / `lib-ver`.
 #[derive(Default)]
 pub struct LibInfo {
@@ -314,8 +355,7 @@ pub struct Client {
     /// CLIENT SETINFO values; boxed, as few clients set them.
     pub lib: Option<Box<LibInfo>>,
     pub authenticated: bool,
-    /// The ACL user (no allocation for `default`, every connection's).
-    pub user: std::borrow::Cow<'static, str>,
+    pub user: UserName,
     pub addr: Peer,
     /// Shared by the clients of one listener.
     pub laddr: std::rc::Rc<str>,
@@ -356,7 +396,9 @@ pub struct Client {
     pub postponed: bool,
     /// Since when (unix seconds) the output passed the soft
     /// `client-output-buffer-limit` (see `server::pubsub`).
-    pub obuf_soft_since: Option<i64>,
+    /// (Unix seconds fit 32 bits until 2106; with the other small fields
+    /// this takes no room of its own.)
+    pub obuf_soft_since: Option<u32>,
     /// Byte ranges of `reply` holding push data (pub/sub replies and
     /// messages, invalidations) written while this client's own request
     /// ran: CLIENT REPLY OFF/SKIP drops the reply but not these, as Redis

@@ -278,9 +278,7 @@ pub fn describe(c: &Client, current: bool, argv_mem: usize) -> String {
     };
     // Tracking redirection: -1 when tracking is off, 0 when on without REDIRECT.
     let redir = c.tracking.as_ref().map_or(-1, |t| t.redirect as i64);
-    let s = |b: Option<&[u8]>| {
-        String::from_utf8_lossy(b.unwrap_or_default()).into_owned()
-    };
+    let s = |b: Option<&[u8]>| String::from_utf8_lossy(b.unwrap_or_default()).into_owned();
     format!(
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events={} cmd={} user={} redir={} resp={} lib-name={} lib-ver={}",
         c.id,
