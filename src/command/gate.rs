@@ -312,7 +312,7 @@ mod tests {
     use super::*;
     use crate::command::args::Argv;
     use crate::error::Error;
-    use crate::server::client::{ConnKind, Multi};
+    use crate::server::client::ConnKind;
     use crate::server::{Pause, Server};
 
     fn setup() -> (Server, Client) {
