@@ -206,7 +206,7 @@ fn hello(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     }
     if let Some(n) = name {
         validate_client_name(n)?;
-        ctx.client.name = (!n.is_empty()).then(|| n.to_vec());
+        ctx.client.name = (!n.is_empty()).then(|| n.into());
     }
     if let Some(p) = proto {
         ctx.client.reply.resp = p as u8;

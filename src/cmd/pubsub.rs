@@ -327,7 +327,7 @@ fn pubsub_help(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
 /// Removes every subscription a client holds (disconnect, RESET).
 pub fn unsubscribe_all(srv: &mut Server, c: &mut Client) {
     for kind in [Kind::Channel, Kind::Pattern, Kind::Shard] {
-        let all: Vec<Vec<u8>> = pubsub::client_set(c, kind).drain().collect();
+        let all = pubsub::client_set(c, kind).take();
         let map = srv.pubsub.registry(kind);
         for ch in all {
             if let Some(subs) = map.get_mut(&ch) {

@@ -6,7 +6,7 @@ use crate::command::gate::{self, Caller, Verdict};
 use crate::command::table::CmdRef;
 use crate::command::{Args, CommandSpec};
 use crate::error::{CmdResult, Error};
-use crate::server::client::{Client, Multi, WatchedKey};
+use crate::server::client::{Client, WatchedKey};
 use crate::server::{Ctx, Server};
 
 pub static SPECS: &[CommandSpec] = &[
@@ -55,7 +55,7 @@ fn multi(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
     if ctx.client.multi.is_some() {
         return Err(Error::msg("MULTI calls can not be nested"));
     }
-    ctx.client.multi = Some(Multi::default());
+    ctx.client.multi = Some(Box::default());
     ctx.out().ok();
     Ok(())
 }
@@ -195,7 +195,7 @@ fn watched_touched(srv: &Server, c: &Client) -> bool {
 
 /// Forgets every key the client watches.
 pub fn unwatch_all(srv: &mut Server, c: &mut Client) {
-    for w in c.watched.drain(..) {
+    for w in c.watched.take() {
         let db = &mut srv.ks.dbs[w.db];
         if let Some(e) = db.watched.get_mut(&w.key) {
             e.watchers -= 1;

@@ -312,7 +312,7 @@ mod tests {
     use super::*;
     use crate::command::args::Argv;
     use crate::error::Error;
-    use crate::server::client::{ConnKind, Multi};
+    use crate::server::client::ConnKind;
     use crate::server::{Pause, Server};
 
     fn setup() -> (Server, Client) {
@@ -354,7 +354,7 @@ mod tests {
             "run auth"
         );
         c.authenticated = true;
-        c.multi = Some(Multi::default());
+        c.multi = Some(Box::default());
         assert_eq!(
             outcome(&srv, &c, &["nosuch", "a"], Caller::Client),
             "ERR unknown command 'nosuch', with args beginning with: 'a' "
@@ -411,7 +411,7 @@ mod tests {
         assert_eq!(outcome(&srv, &c, &["get", "k"], Caller::Client), "run get");
         // Errors found before the pause stage are answered at once.
         assert!(outcome(&srv, &c, &["set", "k"], Caller::Client).starts_with("ERR wrong number"));
-        c.multi = Some(Multi::default());
+        c.multi = Some(Box::default());
         assert_eq!(outcome(&srv, &c, &["exec"], Caller::Client), "run exec");
         assert_eq!(
             outcome(&srv, &c, &["set", "k", "v"], Caller::Client),

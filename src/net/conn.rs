@@ -99,7 +99,7 @@ pub fn serve<S: Socket>(
                 if !c.pending_input.is_empty() {
                     // Input the busy-script poller read off the socket (see script::busy).
                     input.buf.extend_from_slice(&c.pending_input);
-                    c.pending_input = Vec::new();
+                    c.pending_input = Default::default();
                 }
                 if !cell.kill.get() {
                     let used = process(&mut s, &mut c, &mut input);

@@ -10,7 +10,7 @@ use tokio::sync::Notify;
 
 use crate::config::Config;
 use crate::log;
-use crate::server::client::{Client, ClientCell, ConnKind};
+use crate::server::client::{Client, ClientCell, ConnKind, Peer};
 use crate::server::Server;
 
 /// What the listener reports once it accepts connections.
@@ -119,7 +119,7 @@ pub fn spawn_tcp_accept(srv: &Rc<RefCell<Server>>, l: TcpListener) -> tokio::tas
                         }
                         (None, _) => "".into(),
                     };
-                    accept_client(&srv, stream, peer.to_string(), laddr, ConnKind::Tcp);
+                    accept_client(&srv, stream, peer.into(), laddr, ConnKind::Tcp);
                 }
                 Err(e) => {
                     log::warning(&format!("Accepting client connection: {e}"));
@@ -135,7 +135,7 @@ pub fn spawn_tcp_accept(srv: &Rc<RefCell<Server>>, l: TcpListener) -> tokio::tas
 fn accept_client<S>(
     srv: &Rc<RefCell<Server>>,
     stream: S,
-    addr: String,
+    addr: Peer,
     laddr: Rc<str>,
     kind: ConnKind,
 ) where
@@ -150,7 +150,7 @@ pub fn accept_client_borrowed<S>(
     srv: &Rc<RefCell<Server>>,
     s: &mut Server,
     stream: S,
-    addr: String,
+    addr: Peer,
     laddr: Rc<str>,
     kind: ConnKind,
 ) where
@@ -166,7 +166,7 @@ pub fn accept_client_borrowed<S>(
 fn register_client(
     s: &mut Server,
     fd: std::os::fd::RawFd,
-    addr: String,
+    addr: Peer,
     laddr: Rc<str>,
     kind: ConnKind,
 ) -> Rc<ClientCell> {
@@ -185,7 +185,7 @@ fn register_client(
     } else if s.config.protected_mode
         && s.config.requirepass.is_none()
         && kind == ConnKind::Tcp
-        && !is_loopback(&client.addr)
+        && !client.addr.is_loopback()
     {
         client.reply.error_line(PROTECTED_MODE_ERROR);
         client.close_after_reply = true;
@@ -197,10 +197,6 @@ fn register_client(
     });
     s.clients.insert(id, cell.clone());
     cell
-}
-
-fn is_loopback(addr: &str) -> bool {
-    addr.starts_with("127.") || addr.starts_with("[::1]") || addr.starts_with("::1")
 }
 
 /// Redis 7.0.15's text, typo included ("Setup a an").
@@ -237,16 +233,14 @@ pub async fn run(
         let srv = srv.clone();
         let path = srv.borrow().config.unixsocket.clone().unwrap_or_default();
         let laddr: Rc<str> = path.clone().into();
+        // Every client of the socket shows this address.
+        let peer = Peer::Text(Rc::new(format!("{path}:0")));
         tokio::task::spawn_local(async move {
             loop {
                 match l.accept().await {
-                    Ok((stream, _)) => accept_client(
-                        &srv,
-                        stream,
-                        format!("{path}:0"),
-                        laddr.clone(),
-                        ConnKind::Unix,
-                    ),
+                    Ok((stream, _)) => {
+                        accept_client(&srv, stream, peer.clone(), laddr.clone(), ConnKind::Unix)
+                    }
                     Err(e) => {
                         log::warning(&format!("Accepting client connection: {e}"));
                         tokio::time::sleep(Duration::from_millis(10)).await;

@@ -137,7 +137,7 @@ fn accept_new(srv: &mut Server) {
                         &rc,
                         srv,
                         t,
-                        format!("{path}:0"),
+                        format!("{path}:0").into(),
                         path.clone().into(),
                         ConnKind::Unix,
                     );
@@ -149,14 +149,7 @@ fn accept_new(srv: &mut Server) {
                 let _ = st.set_nodelay(true);
                 let laddr = st.local_addr().map(|a| a.to_string()).unwrap_or_default();
                 if let Ok(t) = tokio::net::TcpStream::from_std(st) {
-                    accept_client_borrowed(
-                        &rc,
-                        srv,
-                        t,
-                        peer.to_string(),
-                        laddr.into(),
-                        ConnKind::Tcp,
-                    );
+                    accept_client_borrowed(&rc, srv, t, peer.into(), laddr.into(), ConnKind::Tcp);
                 }
             }
         }
@@ -222,7 +215,7 @@ fn poll(srv: &mut Server, caller: crate::db::ClientId, is_function: bool) {
 /// Runs the complete commands in `c.pending_input` as Redis does while busy.
 fn answer(srv: &mut Server, c: &mut Client, is_function: bool) {
     let mut decoder = Decoder::default();
-    let mut input = std::mem::take(&mut c.pending_input);
+    let mut input = c.pending_input.take();
     let mut used = 0;
     while used < input.len() && !c.close_after_reply {
         let limits = Limits {
@@ -243,7 +236,7 @@ fn answer(srv: &mut Server, c: &mut Client, is_function: bool) {
         }
     }
     input.drain(..used);
-    c.pending_input = input;
+    c.pending_input = input.into();
 }
 
 /// One command while a script is busy, through the gate (which answers

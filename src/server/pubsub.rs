@@ -66,7 +66,7 @@ impl PubSub {
 }
 
 /// A client's own set of subscriptions of one kind.
-pub fn client_set(c: &mut Client, kind: Kind) -> &mut std::collections::HashSet<Vec<u8>> {
+pub fn client_set(c: &mut Client, kind: Kind) -> &mut crate::server::client::LazySet {
     match kind {
         Kind::Channel => &mut c.channels,
         Kind::Pattern => &mut c.patterns,
@@ -418,10 +418,10 @@ fn enforce_output_limit(srv: &mut Server, c: &mut Client, running: bool) {
         let now = crate::clock::now_ms() / 1000;
         match c.obuf_soft_since {
             None => {
-                c.obuf_soft_since = Some(now);
+                c.obuf_soft_since = Some(now as u32);
                 soft = false;
             }
-            Some(t) => soft = now - t > limit.soft_seconds as i64,
+            Some(t) => soft = now - i64::from(t) > limit.soft_seconds as i64,
         }
     } else {
         c.obuf_soft_since = None;

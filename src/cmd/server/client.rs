@@ -135,7 +135,7 @@ fn id(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
 fn setname(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let name = args.at(2);
     crate::cmd::connection::validate_client_name(name)?;
-    ctx.client.name = (!name.is_empty()).then(|| name.to_vec());
+    ctx.client.name = (!name.is_empty()).then(|| name.into());
     ctx.out().ok();
     Ok(())
 }
@@ -278,16 +278,14 @@ pub fn describe(c: &Client, current: bool, argv_mem: usize) -> String {
     };
     // Tracking redirection: -1 when tracking is off, 0 when on without REDIRECT.
     let redir = c.tracking.as_ref().map_or(-1, |t| t.redirect as i64);
-    let s = |b: &Option<Vec<u8>>| {
-        String::from_utf8_lossy(b.as_deref().unwrap_or_default()).into_owned()
-    };
+    let s = |b: Option<&[u8]>| String::from_utf8_lossy(b.unwrap_or_default()).into_owned();
     format!(
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events={} cmd={} user={} redir={} resp={} lib-name={} lib-ver={}",
         c.id,
         c.addr,
         laddr(c),
         c.fd,
-        s(&c.name),
+        s(c.name.as_deref()),
         c.created.elapsed().as_secs(),
         c.last_interaction.elapsed().as_secs(),
         flags,
@@ -315,8 +313,8 @@ pub fn describe(c: &Client, current: bool, argv_mem: usize) -> String {
         c.user,
         redir,
         c.reply.resp,
-        s(c.lib.as_ref().map_or(&None, |l| &l.name)),
-        s(c.lib.as_ref().map_or(&None, |l| &l.ver)),
+        s(c.lib.as_ref().and_then(|l| l.name.as_deref())),
+        s(c.lib.as_ref().and_then(|l| l.ver.as_deref())),
     )
 }
 
@@ -441,7 +439,7 @@ fn kill(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             && ty.is_none_or(|t| t == type_of(c))
             && addr
                 .as_ref()
-                .is_none_or(|a| c.addr.as_bytes() == a.as_slice())
+                .is_none_or(|a| c.addr.to_string().as_bytes() == a.as_slice())
             && local
                 .as_ref()
                 .is_none_or(|a| laddr(c).as_bytes() == a.as_slice())

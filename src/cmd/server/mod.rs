@@ -63,9 +63,7 @@ pub(crate) fn wrong_sub_args(args: &Args, cmd: &str) -> Error {
 /// True for a client on a unix socket or the loopback interface (what
 /// `enable-debug-command local` and `enable-protected-configs local` allow).
 pub(crate) fn is_local(c: &crate::server::client::Client) -> bool {
-    c.conn_kind == crate::server::client::ConnKind::Unix
-        || c.addr.starts_with("127.")
-        || c.addr.starts_with("[::1]")
+    c.conn_kind == crate::server::client::ConnKind::Unix || c.addr.is_loopback()
 }
 
 /// ```text

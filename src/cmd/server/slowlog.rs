@@ -140,8 +140,8 @@ pub fn record(srv: &mut Server, client: &Client, args: &Args, duration_us: i64) 
         time_unix: crate::clock::real_now_us() / 1_000_000,
         duration_us,
         argv,
-        peer: client.addr.clone(),
-        name: client.name.clone().unwrap_or_default(),
+        peer: client.addr.to_string(),
+        name: client.name.as_deref().unwrap_or_default().to_vec(),
     });
     let max = srv.config.slowlog_max_len;
     log.trim(max);
