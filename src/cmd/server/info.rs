@@ -385,9 +385,9 @@ fn stats(srv: &Server, out: &mut String) {
         "pubsubshard_channels:{}",
         srv.pubsub.shard_channels.len()
     );
+    line!(out, "latest_fork_usec:{}", srv.persist.child.last_fork_usec);
+    line!(out, "total_forks:{}", srv.persist.child.total_forks);
     for f in [
-        "latest_fork_usec:0",
-        "total_forks:0",
         "migrate_cached_sockets:0",
         "slave_expires_tracked_keys:0",
         "active_defrag_hits:0",
