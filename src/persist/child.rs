@@ -38,6 +38,7 @@
 
 use std::time::Instant;
 
+use super::Failed;
 use crate::log;
 use crate::server::Server;
 
@@ -89,6 +90,8 @@ pub struct Children {
     pub last_fork_usec: u64,
     /// INFO `total_forks`.
     pub total_forks: u64,
+    /// Keys in the dataset at the last fork (INFO `current_save_keys_total`).
+    pub keys_total: u64,
 }
 
 impl Children {
@@ -103,7 +106,7 @@ impl Children {
     }
 }
 
-/// Forks a child that runs `job` and exits with 0 when it returns `Ok`, 1
+/// Forks a child that runs `job` over the server and exits with 0 when it returns `Ok`, 1
 /// otherwise (the job logs its own error text). Returns the child's pid;
 /// an error when a child is already running (EEXIST, as Redis) or fork failed.
 ///
@@ -111,7 +114,7 @@ impl Children {
 /// fork; it must use plain std I/O (see the module notes).
 pub fn spawn<F>(srv: &mut Server, kind: Kind, job: F) -> std::io::Result<i32>
 where
-    F: FnOnce() -> Result<(), ()>,
+    F: FnOnce(&Server) -> Result<(), Failed>,
 {
     if srv.persist.child.active() {
         return Err(std::io::Error::from_raw_os_error(libc::EEXIST));
@@ -121,12 +124,14 @@ where
     // what is fork-safe (module notes) and always ends in _exit.
     let pid = unsafe { libc::fork() };
     if pid == 0 {
-        in_child(job);
+        in_child(|| job(srv));
     }
     if pid < 0 {
         return Err(std::io::Error::last_os_error());
     }
+    let keys_total = srv.ks.dbs.iter().map(|db| db.len() as u64).sum();
     let c = &mut srv.persist.child;
+    c.keys_total = keys_total;
     c.last_fork_usec = start.elapsed().as_micros() as u64;
     c.total_forks += 1;
     c.running = Some(Running {
@@ -141,7 +146,7 @@ where
 }
 
 /// The child's whole life: set up, run, `_exit`. Never returns.
-fn in_child<F: FnOnce() -> Result<(), ()>>(job: F) -> ! {
+fn in_child<F: FnOnce() -> Result<(), Failed>>(job: F) -> ! {
     // SAFETY: plain syscalls on our own process; SIG_DFL handlers so a
     // SIGUSR1 (kill) or SIGTERM ends the child at once instead of reaching
     // the parent's tokio handlers, whose pipes are closed below.
@@ -281,15 +286,15 @@ mod tests {
         let path = std::env::temp_dir().join(format!("oxidis-child-{}", std::process::id()));
         let p2 = path.clone();
         let me = std::process::id();
-        let pid = spawn(&mut srv, Kind::Rdb, move || {
+        let pid = spawn(&mut srv, Kind::Rdb, move |_| {
             // Runs in another process: prove it by writing our pid there.
-            std::fs::write(&p2, std::process::id().to_string()).map_err(|_| ())
+            std::fs::write(&p2, std::process::id().to_string()).map_err(|_| Failed)
         })
         .expect("fork");
         assert!(srv.persist.child.is(Kind::Rdb));
         assert_eq!(srv.persist.child.total_forks, 1);
         // A second child is refused while one runs (EEXIST, as Redis).
-        let again = spawn(&mut srv, Kind::Aof, || Ok(()));
+        let again = spawn(&mut srv, Kind::Aof, |_| Ok(()));
         assert_eq!(
             again.err().and_then(|e| e.raw_os_error()),
             Some(libc::EEXIST)
@@ -304,7 +309,7 @@ mod tests {
     #[test]
     fn kill_stops_a_running_child() {
         let mut srv = Server::new(crate::Config::default());
-        spawn(&mut srv, Kind::Aof, || loop {
+        spawn(&mut srv, Kind::Aof, |_| loop {
             std::thread::sleep(std::time::Duration::from_millis(10));
         })
         .expect("fork");
