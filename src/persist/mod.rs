@@ -58,11 +58,7 @@ pub fn cron(srv: &mut Server) {
 /// RDB file, as in Redis. Err with the reason when the server must not
 /// start (Redis logs it and exits).
 pub fn load_at_startup(srv: &mut Server) -> Result<(), String> {
-    snapshot::load(srv).map_err(|e| {
-        let text = format!("Fatal error loading the DB: {e}. Exiting.");
-        log::warning(&text);
-        text
-    })
+    snapshot::load(srv).inspect_err(|text| log::warning(text))
 }
 
 /// Writes are refused because persisting failed (Redis's
