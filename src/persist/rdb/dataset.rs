@@ -174,7 +174,7 @@ pub(super) fn function_code(r: &mut Reader, op: u8) -> Result<Vec<u8>, (Bad, &'s
         .map_err(|b| (b, "Failed loading engine name"))?
         .into_owned();
     let has_desc = r
-        .len()
+        .length()
         .map_err(|b| (b, "Failed loading library description indicator"))?;
     if has_desc != 0 {
         r.string()
@@ -256,6 +256,7 @@ pub fn load_dataset_with(
         let t = r.byte().map_err(|b| bad_at(b, at))?;
         let step: Result<(), Bad> = (|| {
             match t {
+                OPCODE_EOF => {}
                 OPCODE_EXPIRETIME => {
                     let s = i32::from_le_bytes(r.take(4)?.try_into().unwrap_or_default());
                     expire = Some(s as i64 * 1000);
@@ -266,9 +267,9 @@ pub fn load_dataset_with(
                     ));
                 }
                 OPCODE_FREQ => freq = Some(r.byte()?),
-                OPCODE_IDLE => idle = Some(r.len()?),
+                OPCODE_IDLE => idle = Some(r.length()?),
                 OPCODE_SELECTDB => {
-                    let id = r.len()?;
+                    let id = r.length()?;
                     if id >= ndbs as u64 {
                         return Err(Bad::Unsupported(format!(
                             "FATAL: Data file was created with a Redis server configured to handle more than {ndbs} databases. Exiting"
@@ -277,13 +278,13 @@ pub fn load_dataset_with(
                     db = id as usize;
                 }
                 OPCODE_RESIZEDB => {
-                    r.len()?;
-                    r.len()?;
+                    r.length()?;
+                    r.length()?;
                 }
                 OPCODE_SLOT_INFO => {
-                    r.len()?;
-                    r.len()?;
-                    r.len()?;
+                    r.length()?;
+                    r.length()?;
+                    r.length()?;
                 }
                 OPCODE_AUX => {
                     let k = r.string()?;
@@ -291,7 +292,7 @@ pub fn load_dataset_with(
                     log_aux(&k, &v);
                 }
                 OPCODE_MODULE_AUX => {
-                    let id = r.len()?;
+                    let id = r.length()?;
                     return Err(Bad::Unsupported(format!(
                         "The RDB file contains AUX module data I can't load: no matching module '{}' (module id {id})",
                         super::read::module_type_name(id)

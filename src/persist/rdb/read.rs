@@ -134,7 +134,7 @@ impl<'a> Reader<'a> {
     }
 
     /// `rdbLoadLen`.
-    pub fn len(&mut self) -> Result<u64, Bad> {
+    pub fn length(&mut self) -> Result<u64, Bad> {
         match self.len_or_enc()? {
             (n, false) => Ok(n),
             _ => corrupt("Unexpected string encoding where a length was expected"),
@@ -144,7 +144,7 @@ impl<'a> Reader<'a> {
     /// A count of items that each take at least `min_bytes`: bounded by the
     /// bytes left, so that a forged count cannot make us allocate.
     fn count(&mut self, min_bytes: usize) -> Result<usize, Bad> {
-        let n = self.len()?;
+        let n = self.length()?;
         if n > (self.left() / min_bytes.max(1)) as u64 {
             return Err(Bad::Eof);
         }
@@ -178,8 +178,8 @@ impl<'a> Reader<'a> {
     }
 
     fn lzf_body(&mut self) -> Result<Vec<u8>, Bad> {
-        let clen = self.len()?;
-        let ulen = self.len()?;
+        let clen = self.length()?;
+        let ulen = self.length()?;
         let c = self.take(usize::try_from(clen).map_err(|_| Bad::Eof)?)?;
         let ulen = usize::try_from(ulen).map_err(|_| Bad::Eof)?;
         lzf::decompress(c, ulen).ok_or_else(|| Bad::Corrupt("Invalid LZF compressed string".into()))
@@ -253,7 +253,7 @@ impl<'a> Reader<'a> {
             TYPE_ZSET_ZIPLIST | TYPE_ZSET_LISTPACK => {
                 let blob = self.string()?;
                 let items = if t == TYPE_ZSET_ZIPLIST {
-                    ziplist::read(&blob).ok_or(())
+                    ziplist::read(&blob).ok_or(listpack::Malformed)
                 } else {
                     listpack::collect(&blob)
                 };
@@ -283,7 +283,7 @@ impl<'a> Reader<'a> {
                 let what = if t == TYPE_HASH_ZIPLIST { "ziplist" } else { "listpack" };
                 let bad = || Bad::Corrupt(format!("Hash {what} integrity check failed."));
                 let items = if t == TYPE_HASH_ZIPLIST {
-                    ziplist::read(&blob).ok_or(())
+                    ziplist::read(&blob).ok_or(listpack::Malformed)
                 } else {
                     listpack::collect(&blob)
                 };
@@ -304,7 +304,7 @@ impl<'a> Reader<'a> {
                 ))
             }
             TYPE_MODULE_PRE_GA | TYPE_MODULE_2 => {
-                let id = self.len()?;
+                let id = self.length()?;
                 return Err(Bad::Unsupported(format!(
                     "The RDB file contains module data I can't load: no matching module type '{}' (module id {id})",
                     module_type_name(id)
@@ -324,7 +324,7 @@ impl<'a> Reader<'a> {
         let mut l = List::new();
         let mut tmp = itoa::Buffer::new();
         for _ in 0..n {
-            let container = if v2 { self.len()? } else { QUICKLIST_PACKED };
+            let container = if v2 { self.length()? } else { QUICKLIST_PACKED };
             if container != QUICKLIST_PACKED && container != QUICKLIST_PLAIN {
                 return corrupt("Quicklist integrity check failed.");
             }
@@ -567,7 +567,7 @@ fn packed_hash(items: &[Elem], dup_why: &str) -> Result<Hash, Bad> {
     if items.is_empty() {
         return Err(Bad::EmptyKey);
     }
-    let mut buf = Vec::with_capacity(items.iter().map(|e| e.len() + 2).sum());
+    let mut buf = Vec::with_capacity(items.iter().map(|e| e.byte_len() + 2).sum());
     let mut tmp = itoa::Buffer::new();
     let mut fields: Vec<Vec<u8>> = Vec::new();
     let mut strs: Vec<&[u8]> = Vec::with_capacity(items.len() / 2);
