@@ -22,21 +22,13 @@ import argparse
 import os
 import re
 import shutil
-import socket
 import subprocess
 import tempfile
 import threading
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
+from bench import ROOT, free_port
+from netutil import enc
 
 
 def cli(port, *args):
@@ -78,22 +70,15 @@ def stop(p, port):
         p.wait()
 
 
-def resp(*args):
-    out = "*%d\r\n" % len(args)
-    for a in args:
-        out += "$%d\r\n%s\r\n" % (len(a.encode()), a)
-    return out
-
-
 def dataset(path, strings, hashes):
-    with open(path, "w") as f:
+    with open(path, "wb") as f:
         for i in range(strings):
-            f.write(resp("SET", "key:%d" % i, "value:%010d" % i))
+            f.write(enc("SET", "key:%d" % i, "value:%010d" % i))
         for i in range(hashes):
             args = ["HSET", "hash:%d" % i]
             for j in range(10):
                 args += ["f%d" % j, "v%d" % (i * 10 + j)]
-            f.write(resp(*args))
+            f.write(enc(*args))
 
 
 def fill(port, path):
