@@ -148,6 +148,12 @@ fn run_on_thread(config: Config, ephemeral: bool, signals: bool) -> std::io::Res
                         if let Some(a) = addrs.first() {
                             srv.borrow_mut().config.port = a.port();
                         }
+                        // The dataset loads before any client is served
+                        // (connections wait in the listen backlog).
+                        if let Err(e) = persist::load_at_startup(&mut srv.borrow_mut()) {
+                            let _ = tx.send(Err(std::io::Error::other(e)));
+                            return;
+                        }
                         let taps = srv.borrow().prop.hub();
                         let _ = tx.send(Ok((addrs, path, taps)));
                         net::listener::run(srv, tcp, unix, stop2, signals).await;

@@ -60,6 +60,7 @@ pub static ALL: &[&[CommandSpec]] = &[
     pubsub::SPECS,
     replication::SPECS,
     server::SPECS,
+    server::persistence::SPECS,
     connection::SPECS,
     cluster::SPECS,
 ];

@@ -91,8 +91,7 @@ pub fn admit(srv: &Server, client: &Client, cmd: CmdRef, args: &Args, caller: Ca
             allow_oom,
             wrote,
         } => {
-            let oom_exempt = allow_oom || wrote;
-            return script_stage(srv, client, cmd, args, read_only, oom_exempt);
+            return script_stage(srv, client, cmd, args, read_only, allow_oom, wrote);
         }
         Caller::Client | Caller::WhileBusy { .. } | Caller::Internal => {}
     }
@@ -117,6 +116,9 @@ pub fn admit(srv: &Server, client: &Client, cmd: CmdRef, args: &Args, caller: Ca
             return reject(r);
         }
         if let Some(r) = oom(srv, client, cmd, args) {
+            return reject(r);
+        }
+        if let Some(r) = disk_error(srv, client, cmd, args) {
             return reject(r);
         }
         if let Some(r) = read_only_replica(srv, cmd) {
@@ -153,7 +155,8 @@ fn script_stage(
     cmd: CmdRef,
     args: &Args,
     read_only: bool,
-    oom_exempt: bool,
+    allow_oom: bool,
+    wrote: bool,
 ) -> Verdict {
     let spec = cmd.spec;
     let reject = |r| Verdict::Reject(Some(cmd), r);
@@ -174,6 +177,14 @@ fn script_stage(
     if read_only && spec.has(flags::WRITE | flags::MAY_REPLICATE) {
         return reject(Rejection::ScriptWriteInReadOnly);
     }
+    // A script that has not written yet is refused its first write while
+    // persisting fails (after a write it must go on, as in Redis).
+    if !wrote && spec.has(flags::WRITE) {
+        if let Some(r) = crate::persist::write_denied(srv) {
+            return reject(r);
+        }
+    }
+    let oom_exempt = allow_oom || wrote;
     // A denyoom command is refused over maxmemory unless the script already
     // wrote or declared `allow-oom` (Redis's `scriptVerifyOOM`; Redis judges
     // memory as the script started, Oxidis as the command runs).
@@ -220,6 +231,22 @@ fn over_maxmemory(srv: &Server) -> bool {
     max > 0
         && srv.config.get("maxmemory-policy") == Some("noeviction")
         && crate::cmd::server::info::rss_bytes() > max as u64
+}
+
+/// Disk-error stage: when persisting failed (`persist::write_denied`),
+/// writes, EXEC of a transaction holding one, and PING are refused
+/// (Redis's `processCommand` after OOM).
+fn disk_error(srv: &Server, client: &Client, cmd: CmdRef, args: &Args) -> Option<Rejection> {
+    let denied = crate::persist::write_denied(srv)?;
+    let effective = |spec, args: &Args| crate::script::cmd_flags::effective(srv, spec, args);
+    let write = effective(cmd.spec, args) & flags::WRITE != 0
+        || (cmd.spec.has(flags::TXN_EXEC)
+            && client.multi.as_ref().is_some_and(|m| {
+                m.queue
+                    .iter()
+                    .any(|q| effective(q.spec, &q.argv.args()) & flags::WRITE != 0)
+            }));
+    (write || cmd.spec.name == "ping").then_some(denied)
 }
 
 /// Read-only replica stage: writes refused on a replica with
