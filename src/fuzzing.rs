@@ -1,12 +1,11 @@
 //! In-process entry points for the fuzz targets in `fuzz/` (cargo feature `fuzzing`, never in a release build).
 
-use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use crate::command::args::Argv;
 use crate::command::dispatch::dispatch;
 use crate::resp::value::parse_value;
-use crate::server::client::{Client, ClientCell, ConnKind};
+use crate::server::client::ClientCell;
 use crate::server::Server;
 use crate::Config;
 
@@ -26,21 +25,7 @@ impl Default for Harness {
 impl Harness {
     pub fn new(config: Config) -> Harness {
         let mut srv = Server::new(config);
-        let id = srv.next_client_id;
-        srv.next_client_id += 1;
-        let client = Client::new(
-            id,
-            "127.0.0.1:40000".into(),
-            "127.0.0.1:6379",
-            ConnKind::Tcp,
-            srv.config.requirepass.is_some(),
-        );
-        let cell = Rc::new(ClientCell {
-            state: RefCell::new(client),
-            wake: Default::default(),
-            kill: Cell::new(false),
-        });
-        srv.clients.insert(id, cell.clone());
+        let cell = srv.add_local_client();
         Harness { srv, cell }
     }
 

@@ -102,6 +102,29 @@ impl Rng {
 }
 
 impl Server {
+    /// Registers a client with no socket behind it, as a TCP client from
+    /// 127.0.0.1:40000 would be (needing AUTH when `requirepass` is set):
+    /// in-process harnesses (tests, fuzzing) drive it through `dispatch`.
+    pub fn add_local_client(&mut self) -> Rc<ClientCell> {
+        let id = self.next_client_id;
+        self.next_client_id += 1;
+        let peer = std::net::SocketAddr::from(([127, 0, 0, 1], 40000));
+        let client = Client::new(
+            id,
+            client::Peer::from(peer),
+            "127.0.0.1:6379",
+            client::ConnKind::Tcp,
+            self.config.requirepass.is_some(),
+        );
+        let cell = Rc::new(ClientCell {
+            state: std::cell::RefCell::new(client),
+            wake: Default::default(),
+            kill: std::cell::Cell::new(false),
+        });
+        self.clients.insert(id, cell.clone());
+        cell
+    }
+
     pub fn new(config: Config) -> Server {
         let seed = crate::clock::real_now_us() as u64 ^ (std::process::id() as u64) << 32;
         let mut rng = Rng::new(seed);

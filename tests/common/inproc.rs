@@ -2,13 +2,12 @@
 //! `dispatch` as a connection sends them, and the `Server` stays reachable
 //! for the persistence API (`persist::rdb::write_dataset`, `load_dataset`).
 
-use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use oxidis::command::args::Argv;
 use oxidis::command::dispatch::dispatch;
 use oxidis::resp::value::{parse_value, Value};
-use oxidis::server::client::{Client, ClientCell, ConnKind};
+use oxidis::server::client::ClientCell;
 use oxidis::server::Server;
 
 pub struct InProc {
@@ -22,21 +21,7 @@ impl InProc {
         let args: Vec<String> = flags.iter().map(|s| s.to_string()).collect();
         let config = oxidis::config::from_args(&args).expect("flags parse");
         let mut srv = Server::new(config);
-        let id = srv.next_client_id;
-        srv.next_client_id += 1;
-        let client = Client::new(
-            id,
-            "127.0.0.1:40000".into(),
-            "127.0.0.1:6379",
-            ConnKind::Tcp,
-            false,
-        );
-        let cell = Rc::new(ClientCell {
-            state: RefCell::new(client),
-            wake: Default::default(),
-            kill: Cell::new(false),
-        });
-        srv.clients.insert(id, cell.clone());
+        let cell = srv.add_local_client();
         InProc { srv, cell }
     }
 
