@@ -216,10 +216,8 @@ fn oom(srv: &Server, client: &Client, cmd: CmdRef, args: &Args) -> Option<Reject
 /// True when `maxmemory` is set under `noeviction` and used memory is over
 /// it (the OOM stages' one measure; see [`oom`]).
 fn over_maxmemory(srv: &Server) -> bool {
-    let max = srv.config.get_i64("maxmemory");
-    max > 0
-        && srv.config.get("maxmemory-policy") == Some("noeviction")
-        && crate::cmd::server::info::rss_bytes() > max as u64
+    let max = srv.config.maxmemory;
+    max > 0 && srv.config.maxmemory_noeviction && crate::cmd::server::info::rss_bytes() > max
 }
 
 /// Read-only replica stage: writes refused on a replica with
