@@ -160,6 +160,9 @@ pub struct Config {
     pub maxmemory: u64,
     /// `maxmemory-policy` is `noeviction` (the gate refuses instead of evicting).
     pub maxmemory_noeviction: bool,
+    /// `lazyfree-lazy-expire`, read after every command while propagation has
+    /// a consumer.
+    pub lazyfree_lazy_expire: bool,
 }
 
 impl Default for Config {
@@ -202,6 +205,7 @@ impl Default for Config {
             hll_sparse_max_bytes: 3000,
             maxmemory: 0,
             maxmemory_noeviction: true,
+            lazyfree_lazy_expire: false,
         };
         for prm in PARAMS {
             c.values.insert(prm.name, prm.default.as_bytes().to_vec());
@@ -449,6 +453,7 @@ impl Config {
             "hll-sparse-max-bytes" => self.hll_sparse_max_bytes = int().max(0) as usize,
             "maxmemory" => self.maxmemory = int().max(0) as u64,
             "maxmemory-policy" => self.maxmemory_noeviction = v == "noeviction",
+            "lazyfree-lazy-expire" => self.lazyfree_lazy_expire = v == "yes",
             _ => {}
         }
     }

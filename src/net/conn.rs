@@ -19,7 +19,8 @@ use crate::server::{blocking, Server};
 const READ_CHUNK: usize = 16 * 1024;
 /// The shared read buffer's size: one per thread, so it costs no connection
 /// anything, and a pipelined batch a little over 16 KiB (16 SETs of 1 KiB)
-/// arrives in one read instead of two rounds of processing.
+/// arrives in one read instead of two rounds of processing. Requests are run
+/// from it where they lie; only what is left over is copied.
 const SCRATCH_LEN: usize = 64 * 1024;
 /// The most a read into a connection's own buffer asks room for (a big
 /// argument on its way), and the largest such buffer kept once empty.
@@ -36,7 +37,9 @@ impl Socket for tokio::net::TcpStream {}
 impl Socket for tokio::net::UnixStream {}
 
 thread_local! {
-    /// The read buffer every connection on the data thread shares.
+    /// The read buffer every connection on the data thread shares: empty
+    /// (length 0) while here; a connection takes it for a read and puts it
+    /// back once those bytes have run (see `Input::fresh`).
     static SCRATCH: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
 }
 
@@ -65,11 +68,51 @@ struct Input {
     /// Bytes read and not yet run: a request still arriving, or requests
     /// held back (blocked, paused). Empty, with no allocation, when idle.
     buf: BytesMut,
+    /// Bytes just read into the shared `SCRATCH`, run from there without a
+    /// copy. Invariant: non-empty only between a read and the processing
+    /// that follows it with no wait in between (so no other connection looks
+    /// for the scratch meanwhile), and only when `buf` was empty (these
+    /// bytes come after nothing). Empty, with no allocation, otherwise.
+    fresh: Vec<u8>,
     /// Allocated on the first request (the task's state is paid by every
     /// idle connection, a connection that never sends pays nothing).
     decoder: Option<Box<Decoder>>,
-    /// Do not parse again before `buf` holds this many bytes.
+    /// Do not parse again before the pending bytes number this many.
     need: usize,
+}
+
+impl Input {
+    /// Runs the complete requests pending (in `fresh` or `buf`), keeps in
+    /// `buf` what is left (a request still arriving, requests held back) and
+    /// gives the scratch back.
+    fn run(&mut self, srv: &mut Server, c: &mut Client) {
+        if self.fresh.is_empty() {
+            let used = process(srv, c, &self.buf, &mut self.decoder, &mut self.need);
+            self.buf.advance(used);
+            return;
+        }
+        let used = process(srv, c, &self.fresh, &mut self.decoder, &mut self.need);
+        self.buf.extend_from_slice(&self.fresh[used..]);
+        self.give_back();
+    }
+
+    /// Returns the scratch `fresh` holds (its bytes dropped) to the thread.
+    fn give_back(&mut self) {
+        if self.fresh.capacity() > 0 {
+            let mut scratch = std::mem::take(&mut self.fresh);
+            scratch.clear();
+            SCRATCH.with(|c| c.set(scratch));
+        }
+    }
+
+    /// The bytes waiting to run.
+    fn pending(&self) -> &[u8] {
+        if self.fresh.is_empty() {
+            &self.buf
+        } else {
+            &self.fresh
+        }
+    }
 }
 
 /// Serves one client until it quits, is killed, or the socket closes.
@@ -87,6 +130,7 @@ pub fn serve<S: Socket>(
         let (srv, cell) = (&registered.srv, &registered.cell);
         let mut input = Input {
             buf: BytesMut::new(),
+            fresh: Vec::new(),
             decoder: None,
             need: 1,
         };
@@ -97,15 +141,18 @@ pub fn serve<S: Socket>(
                 c.unblocked = false;
                 c.postponed = false;
                 if !c.pending_input.is_empty() {
-                    // Input the busy-script poller read off the socket (see script::busy).
+                    // Input the busy-script poller read off the socket (see
+                    // script::busy): it came before anything read since.
                     input.buf.extend_from_slice(&c.pending_input);
+                    input.buf.extend_from_slice(&input.fresh);
+                    input.give_back();
                     c.pending_input = Vec::new();
                 }
                 if !cell.kill.get() {
-                    let used = process(&mut s, &mut c, &mut input);
-                    input.buf.advance(used);
+                    input.run(&mut s, &mut c);
                     s.activity.notify_one();
                 }
+                input.give_back();
                 if input.buf.is_empty() && input.buf.capacity() > 0 {
                     input.buf = BytesMut::new();
                 }
@@ -152,6 +199,7 @@ pub fn serve<S: Socket>(
                 break;
             }
             if !blocked && input.buf.len() >= input.need && !input.buf.is_empty() {
+                // (`fresh` is empty here: it was run or given back above.)
                 // Woken with requests still buffered (e.g. after being unblocked).
                 continue;
             }
@@ -173,6 +221,7 @@ pub fn serve<S: Socket>(
                             s.stats.net_input_bytes += n as u64;
                             c.net_in += n as u64;
                             if over_query_limit(&s, &mut c, &input) {
+                                input.give_back();
                                 break;
                             }
                         }
@@ -204,11 +253,12 @@ async fn armed(timer: &mut Option<Pin<Box<Sleep>>>) {
 }
 
 /// Reads what the socket has: into the buffer shared by every connection,
-/// keeping a copy of the bytes only (most reads hold whole requests, run
-/// before the next read), or straight into the connection's buffer while a
-/// big argument arrives. The wait itself keeps no buffer: an idle
-/// connection holds none. (tokio's `poll_read` also knows a short read
-/// drained the socket, so no extra read is needed to find out.)
+/// where the requests are then run (most reads hold whole requests; what is
+/// left over is copied to the connection's buffer), or straight into the
+/// connection's buffer while a big argument or a split request arrives. The
+/// wait itself keeps no buffer: an idle connection holds none. (tokio's
+/// `poll_read` also knows a short read drained the socket, so no extra
+/// read is needed to find out.)
 fn poll_read<S: Socket>(
     cx: &mut Context<'_>,
     stream: &mut S,
@@ -234,12 +284,17 @@ fn poll_read<S: Socket>(
         return r.map_ok(|()| n);
     }
     let mut scratch = SCRATCH.with(|c| c.take());
-    scratch.resize(SCRATCH_LEN, 0);
-    let mut rb = ReadBuf::new(&mut scratch);
+    scratch.reserve(SCRATCH_LEN);
+    let mut rb = ReadBuf::uninit(&mut scratch.spare_capacity_mut()[..SCRATCH_LEN]);
     let r = Pin::new(stream).poll_read(cx, &mut rb);
     let n = rb.filled().len();
-    input.buf.extend_from_slice(rb.filled());
-    SCRATCH.with(|c| c.set(scratch));
+    // SAFETY: `poll_read` initialised the `n` bytes it reports filled, from
+    // the start of the (empty) scratch's spare room.
+    unsafe { scratch.set_len(n) };
+    input.fresh = scratch;
+    if n == 0 {
+        input.give_back();
+    }
     r.map_ok(|()| n)
 }
 
@@ -249,7 +304,7 @@ fn poll_read<S: Socket>(
 /// log line and no reply, as Redis's `readQueryFromClient` does.
 fn over_query_limit(s: &Server, c: &mut Client, input: &Input) -> bool {
     let parsed = input.decoder.as_ref().map_or(0, |d| d.parsed_len());
-    let unparsed = &input.buf[parsed..];
+    let unparsed = &input.pending()[parsed..];
     if (unparsed.len() as u64) <= s.config.client_query_buffer_limit {
         return false;
     }
@@ -326,20 +381,26 @@ fn flush<'a, S: AsyncWrite + Unpin>(
     }
 }
 
-/// Runs every complete request at the front of `input`, stopping early when
+/// Runs every complete request at the front of `batch`, stopping early when
 /// the client blocks or must close. Returns the bytes used.
-fn process(srv: &mut Server, c: &mut Client, input: &mut Input) -> usize {
+fn process(
+    srv: &mut Server,
+    c: &mut Client,
+    batch: &[u8],
+    decoder: &mut Option<Box<Decoder>>,
+    need: &mut usize,
+) -> usize {
     // Idle time counts from the last batch of requests read (one clock
     // read per batch, as Redis uses its cached time).
     let mut touched = false;
     let mut used = 0;
     loop {
-        let rest = &input.buf[used..];
+        let rest = &batch[used..];
         if c.blocked.is_some()
             || c.postponed
             || c.close_after_reply
             || rest.is_empty()
-            || rest.len() < input.need
+            || rest.len() < *need
         {
             return used;
         }
@@ -347,10 +408,10 @@ fn process(srv: &mut Server, c: &mut Client, input: &mut Input) -> usize {
             max_bulk: srv.config.proto_max_bulk_len,
             authenticated: c.authenticated,
         };
-        let decoder = input.decoder.get_or_insert_with(Default::default);
+        let decoder = decoder.get_or_insert_with(Default::default);
         match decoder.parse(rest, limits) {
-            Parsed::Incomplete { need } => {
-                input.need = need;
+            Parsed::Incomplete { need: n } => {
+                *need = n;
                 return used;
             }
             Parsed::Error(e) => {
@@ -365,7 +426,7 @@ fn process(srv: &mut Server, c: &mut Client, input: &mut Input) -> usize {
                 return used;
             }
             Parsed::Command { consumed } => {
-                input.need = 1;
+                *need = 1;
                 let (buf, ranges) = decoder.request(&rest[..consumed]);
                 if !ranges.is_empty() {
                     if !touched {
@@ -374,7 +435,7 @@ fn process(srv: &mut Server, c: &mut Client, input: &mut Input) -> usize {
                     }
                     // Redis trims its query buffer after the batch, so
                     // CLIENT LIST's qbuf counts the batch during a command.
-                    c.qbuf = input.buf.len();
+                    c.qbuf = batch.len();
                     crate::server::fault::dispatch_guarded(srv, c, &Args::new(buf, ranges));
                     if c.postponed {
                         // CLIENT PAUSE holds it: left in the buffer, parsed
