@@ -68,12 +68,14 @@ struct Input {
     /// Bytes read and not yet run: a request still arriving, or requests
     /// held back (blocked, paused). Empty, with no allocation, when idle.
     buf: BytesMut,
-    /// Bytes just read into the shared `SCRATCH`, run from there without a
-    /// copy. Invariant: non-empty only between a read and the processing
-    /// that follows it with no wait in between (so no other connection looks
-    /// for the scratch meanwhile), and only when `buf` was empty (these
-    /// bytes come after nothing). Empty, with no allocation, otherwise.
-    fresh: Vec<u8>,
+    /// How many bytes at the front of the shared `SCRATCH` this connection
+    /// has just read, to run from there without a copy. Invariant: non-zero
+    /// only between a read and the processing that follows it with no wait
+    /// in between (so no other connection reads into the scratch
+    /// meanwhile), and only when `buf` was empty (these bytes come after
+    /// nothing). A length, not the buffer: the task's state is paid by
+    /// every idle connection.
+    fresh: usize,
     /// Allocated on the first request (the task's state is paid by every
     /// idle connection, a connection that never sends pays nothing).
     decoder: Option<Box<Decoder>>,
@@ -86,31 +88,30 @@ impl Input {
     /// `buf` what is left (a request still arriving, requests held back) and
     /// gives the scratch back.
     fn run(&mut self, srv: &mut Server, c: &mut Client) {
-        if self.fresh.is_empty() {
+        if self.fresh == 0 {
             let used = process(srv, c, &self.buf, &mut self.decoder, &mut self.need);
             self.buf.advance(used);
             return;
         }
-        let used = process(srv, c, &self.fresh, &mut self.decoder, &mut self.need);
-        self.buf.extend_from_slice(&self.fresh[used..]);
-        self.give_back();
+        // Taken for the batch: a command that reads another socket (the
+        // busy-script poller) finds it empty and never overwrites it.
+        let scratch = SCRATCH.with(|c| c.take());
+        let fresh = &scratch[..self.fresh.min(scratch.len())];
+        let used = process(srv, c, fresh, &mut self.decoder, &mut self.need);
+        self.buf.extend_from_slice(&fresh[used..]);
+        SCRATCH.with(|c| c.set(scratch));
+        self.fresh = 0;
     }
 
-    /// Returns the scratch `fresh` holds (its bytes dropped) to the thread.
-    fn give_back(&mut self) {
-        if self.fresh.capacity() > 0 {
-            let mut scratch = std::mem::take(&mut self.fresh);
-            scratch.clear();
-            SCRATCH.with(|c| c.set(scratch));
-        }
-    }
-
-    /// The bytes waiting to run.
-    fn pending(&self) -> &[u8] {
-        if self.fresh.is_empty() {
-            &self.buf
-        } else {
-            &self.fresh
+    /// Moves the bytes just read to `buf` (behind what it holds).
+    fn keep_fresh(&mut self) {
+        if self.fresh > 0 {
+            SCRATCH.with(|c| {
+                let scratch = c.take();
+                self.buf.extend_from_slice(&scratch[..self.fresh.min(scratch.len())]);
+                c.set(scratch);
+            });
+            self.fresh = 0;
         }
     }
 }
@@ -130,7 +131,7 @@ pub fn serve<S: Socket>(
         let (srv, cell) = (&registered.srv, &registered.cell);
         let mut input = Input {
             buf: BytesMut::new(),
-            fresh: Vec::new(),
+            fresh: 0,
             decoder: None,
             need: 1,
         };
@@ -144,15 +145,14 @@ pub fn serve<S: Socket>(
                     // Input the busy-script poller read off the socket (see
                     // script::busy): it came before anything read since.
                     input.buf.extend_from_slice(&c.pending_input);
-                    input.buf.extend_from_slice(&input.fresh);
-                    input.give_back();
+                    input.keep_fresh();
                     c.pending_input = Vec::new();
                 }
                 if !cell.kill.get() {
                     input.run(&mut s, &mut c);
                     s.activity.notify_one();
                 }
-                input.give_back();
+                input.fresh = 0;
                 if input.buf.is_empty() && input.buf.capacity() > 0 {
                     input.buf = BytesMut::new();
                 }
@@ -199,7 +199,6 @@ pub fn serve<S: Socket>(
                 break;
             }
             if !blocked && input.buf.len() >= input.need && !input.buf.is_empty() {
-                // (`fresh` is empty here: it was run or given back above.)
                 // Woken with requests still buffered (e.g. after being unblocked).
                 continue;
             }
@@ -221,7 +220,6 @@ pub fn serve<S: Socket>(
                             s.stats.net_input_bytes += n as u64;
                             c.net_in += n as u64;
                             if over_query_limit(&s, &mut c, &input) {
-                                input.give_back();
                                 break;
                             }
                         }
@@ -284,17 +282,16 @@ fn poll_read<S: Socket>(
         return r.map_ok(|()| n);
     }
     let mut scratch = SCRATCH.with(|c| c.take());
+    scratch.clear();
     scratch.reserve(SCRATCH_LEN);
     let mut rb = ReadBuf::uninit(&mut scratch.spare_capacity_mut()[..SCRATCH_LEN]);
     let r = Pin::new(stream).poll_read(cx, &mut rb);
     let n = rb.filled().len();
     // SAFETY: `poll_read` initialised the `n` bytes it reports filled, from
-    // the start of the (empty) scratch's spare room.
+    // the start of the (emptied) scratch's spare room.
     unsafe { scratch.set_len(n) };
-    input.fresh = scratch;
-    if n == 0 {
-        input.give_back();
-    }
+    SCRATCH.with(|c| c.set(scratch));
+    input.fresh = n;
     r.map_ok(|()| n)
 }
 
@@ -304,7 +301,12 @@ fn poll_read<S: Socket>(
 /// log line and no reply, as Redis's `readQueryFromClient` does.
 fn over_query_limit(s: &Server, c: &mut Client, input: &Input) -> bool {
     let parsed = input.decoder.as_ref().map_or(0, |d| d.parsed_len());
-    let unparsed = &input.pending()[parsed..];
+    if input.fresh > 0 {
+        // Read into the scratch, so at most its size, and into an empty
+        // buffer: never over the limit's least value (1 MB).
+        return false;
+    }
+    let unparsed = &input.buf[parsed..];
     if (unparsed.len() as u64) <= s.config.client_query_buffer_limit {
         return false;
     }
