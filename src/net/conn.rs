@@ -108,7 +108,8 @@ impl Input {
         if self.fresh > 0 {
             SCRATCH.with(|c| {
                 let scratch = c.take();
-                self.buf.extend_from_slice(&scratch[..self.fresh.min(scratch.len())]);
+                self.buf
+                    .extend_from_slice(&scratch[..self.fresh.min(scratch.len())]);
                 c.set(scratch);
             });
             self.fresh = 0;

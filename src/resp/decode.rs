@@ -265,7 +265,11 @@ fn find_stop(buf: &[u8], from: usize, byte: u8) -> Result<usize, usize> {
     for (i, &b) in buf[from..].iter().enumerate() {
         // Both stops are at most '\r': one comparison for every other byte.
         if b <= b'\r' && (b == byte || b == 0) {
-            return if b == byte { Ok(from + i) } else { Err(from + i) };
+            return if b == byte {
+                Ok(from + i)
+            } else {
+                Err(from + i)
+            };
         }
     }
     Err(buf.len())
