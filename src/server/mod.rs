@@ -343,5 +343,5 @@ impl<'a> Ctx<'a> {
 
 /// `lazyfree-lazy-expire`: expired keys propagate as UNLINK instead of DEL.
 pub fn lazy_expire(srv: &Server) -> bool {
-    srv.config.get("lazyfree-lazy-expire") == Some("yes")
+    srv.config.lazyfree_lazy_expire
 }
