@@ -148,6 +148,14 @@ fn run_on_thread(config: Config, ephemeral: bool, signals: bool) -> std::io::Res
                         if let Some(a) = addrs.first() {
                             srv.borrow_mut().config.port = a.port();
                         }
+                        // The AOF (or, without it, the RDB file) is loaded before
+                        // any client is served; a failure was logged with Redis's text.
+                        if persist::aof::load_at_startup(&mut srv.borrow_mut()).is_err() {
+                            let _ = tx.send(Err(std::io::Error::other(
+                                "the append only file could not be loaded",
+                            )));
+                            return;
+                        }
                         let taps = srv.borrow().prop.hub();
                         let _ = tx.send(Ok((addrs, path, taps)));
                         net::listener::run(srv, tcp, unix, stop2, signals).await;

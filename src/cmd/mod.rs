@@ -24,6 +24,7 @@ use crate::error::CmdResult;
 use crate::resp::encode::Reply;
 use crate::server::Ctx;
 
+pub mod aof;
 pub mod bitmap;
 pub mod cluster;
 pub mod connection;
@@ -60,6 +61,7 @@ pub static ALL: &[&[CommandSpec]] = &[
     pubsub::SPECS,
     replication::SPECS,
     server::SPECS,
+    aof::SPECS,
     connection::SPECS,
     cluster::SPECS,
 ];

@@ -6,7 +6,7 @@
 //! gets a [`Verdict`]. The stages, in order:
 //!
 //! lookup → arity → protected (DEBUG) → auth → no-multi → ACL → cluster redirection → OOM →
-//! read-only replica → pub/sub context (RESP2) → LOADING → BUSY →
+//! disk error (MISCONF) → read-only replica → pub/sub context (RESP2) → LOADING → BUSY →
 //! CLIENT PAUSE → queue (inside MULTI) or run.
 //!
 //! Which stages apply depends on the [`Caller`]: EXEC and woken clients were
@@ -119,6 +119,9 @@ pub fn admit(srv: &Server, client: &Client, cmd: CmdRef, args: &Args, caller: Ca
         if let Some(r) = oom(srv, client, cmd, args) {
             return reject(r);
         }
+        if let Some(r) = disk_error(srv, client, cmd, args) {
+            return reject(r);
+        }
         if let Some(r) = read_only_replica(srv, cmd) {
             return reject(r);
         }
@@ -220,6 +223,22 @@ fn over_maxmemory(srv: &Server) -> bool {
     max > 0
         && srv.config.get("maxmemory-policy") == Some("noeviction")
         && crate::cmd::server::info::rss_bytes() > max as u64
+}
+
+/// Disk-error stage: writes (and PING, as Redis's `processCommand` names
+/// it) refused with `-MISCONF` while the AOF cannot be written.
+fn disk_error(srv: &Server, client: &Client, cmd: CmdRef, args: &Args) -> Option<Rejection> {
+    let r = crate::persist::aof::write_denied(srv)?;
+    let write = |spec, args: &Args| {
+        crate::script::cmd_flags::effective(srv, spec, args) & flags::WRITE != 0
+    };
+    let writes = write(cmd.spec, args)
+        || (cmd.spec.has(flags::TXN_EXEC)
+            && client
+                .multi
+                .as_ref()
+                .is_some_and(|m| m.queue.iter().any(|q| write(q.spec, &q.argv.args()))));
+    (writes || cmd.spec.name == "ping").then_some(r)
 }
 
 /// Read-only replica stage: writes refused on a replica with

@@ -277,6 +277,11 @@ fn flush<'a, S: AsyncWrite + Unpin>(
         // What is being written; the client's buffer takes new output meanwhile.
         let outbuf = &mut BytesMut::new();
         loop {
+            // What the round's commands appended to the AOF reaches the
+            // file (and the disk with `appendfsync always`) before any reply.
+            if let Ok(mut s) = srv.try_borrow_mut() {
+                crate::persist::aof::before_reply(&mut s);
+            }
             {
                 let mut c = cell.state.borrow_mut();
                 if c.reply.buf.is_empty() {

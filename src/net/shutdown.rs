@@ -5,6 +5,7 @@ use crate::server::Server;
 
 pub fn finish(s: &mut Server) {
     log::warning("User requested shutdown...");
+    crate::persist::aof::shutdown(s);
     if let Some(path) = &s.config.unixsocket {
         log::notice("Removing the unix socket file.");
         let _ = std::fs::remove_file(path);

@@ -9,4 +9,5 @@
 //! Files are written to a temporary name, fsynced and renamed, so a crash
 //! mid-write never leaves a broken file under the real name.
 
+pub mod aof;
 pub mod rdb;

@@ -50,6 +50,8 @@ pub struct Server {
     pub last_save_unix: i64,
     /// The stream of effects replicas and the AOF replay (see [`propagate`]).
     pub prop: propagate::Propagation,
+    /// The append-only file (`crate::persist::aof`).
+    pub aof: crate::persist::aof::Aof,
     /// SLOWLOG entries (server family).
     pub slowlog: crate::cmd::server::slowlog::SlowLog,
     /// Per-command latency histograms for INFO latencystats (server family).
@@ -125,6 +127,7 @@ impl Server {
             rng,
             last_save_unix: crate::clock::real_now_us() / 1_000_000,
             prop: Default::default(),
+            aof: Default::default(),
             slowlog: Default::default(),
             latency: Default::default(),
             tcp_accepts: Default::default(),

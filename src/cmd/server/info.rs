@@ -287,7 +287,15 @@ fn memory(srv: &Server, out: &mut String) {
         "mem_clients_slaves:0",
         "mem_clients_normal:0",
         "mem_cluster_links:0",
-        "mem_aof_buffer:0",
+    ] {
+        line!(out, "{f}");
+    }
+    line!(
+        out,
+        "mem_aof_buffer:{}",
+        crate::persist::aof::buffer_len(srv)
+    );
+    for f in [
         "mem_allocator:libc",
         "active_defrag_running:0",
         "lazyfree_pending_objects:0",
@@ -318,21 +326,10 @@ fn persistence(srv: &Server, out: &mut String) {
         "rdb_last_cow_size:0",
         "rdb_last_load_keys_expired:0",
         "rdb_last_load_keys_loaded:0",
-        "aof_enabled:0",
-        "aof_rewrite_in_progress:0",
-        "aof_rewrite_scheduled:0",
-        "aof_last_rewrite_time_sec:-1",
-        "aof_current_rewrite_time_sec:-1",
-        "aof_last_bgrewrite_status:ok",
-        "aof_rewrites:0",
-        "aof_rewrites_consecutive_failures:0",
-        "aof_last_write_status:ok",
-        "aof_last_cow_size:0",
-        "module_fork_in_progress:0",
-        "module_fork_last_cow_size:0",
     ] {
         line!(out, "{f}");
     }
+    crate::persist::aof::info(srv, out);
 }
 
 fn stats(srv: &Server, out: &mut String) {
