@@ -54,6 +54,8 @@ pub enum Error {
     TimeoutNotInteger,
     /// `ERR invalid cursor` (SCAN family)
     InvalidCursor,
+    /// `ERR` and nothing more (Redis's `shared.err`: a SAVE that failed; the log says why)
+    Bare,
     /// Any other `ERR <message>`.
     Msg(Cow<'static, str>),
     /// A full error line that already carries its own code (`BUSYKEY ...`, `NOSCRIPT ...`).
@@ -116,6 +118,7 @@ impl Error {
             Error::TimeoutNotFloat => "ERR timeout is not a float or out of range".into(),
             Error::TimeoutNotInteger => "ERR timeout is not an integer or out of range".into(),
             Error::InvalidCursor => "ERR invalid cursor".into(),
+            Error::Bare => "ERR".into(),
             Error::Msg(m) => format!("ERR {m}").into(),
             Error::Coded(c) => c.clone(),
         }
@@ -151,6 +154,9 @@ pub enum Rejection {
     PubSubContext(&'static str),
     /// LOADING: a command without the `loading` flag while the dataset loads.
     Loading,
+    /// MISCONF: a write (or PING) after a failed BGSAVE with save points set
+    /// and `stop-writes-on-bgsave-error yes` (`persist::write_denied`).
+    MisconfRdb,
     /// BUSY: a script runs past `busy-reply-threshold` (FUNCTION when `function`).
     Busy { function: bool },
     /// `redis.call`: no such command.
@@ -162,6 +168,13 @@ pub enum Rejection {
     /// `redis.call`: a write (or may-replicate) command from a read-only script.
     ScriptWriteInReadOnly,
 }
+
+/// Redis's `shared.bgsaveerr`.
+/// BGSAVE while a BGSAVE runs (SAVE too).
+pub const BGSAVE_IN_PROGRESS: &str = "Background save already in progress";
+/// BGSAVE while another child (an AOF rewrite) runs, without SCHEDULE.
+pub const BGSAVE_OTHER_CHILD: &str = "Another child process is active (AOF?): can't BGSAVE right now. Use BGSAVE SCHEDULE in order to schedule a BGSAVE whenever possible.";
+pub const MISCONF_RDB: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
 
 impl Rejection {
     /// The error the client (or the script) receives.
@@ -188,6 +201,7 @@ impl Rejection {
             Rejection::Loading => {
                 Error::coded("LOADING Redis is loading the dataset in memory")
             }
+            Rejection::MisconfRdb => Error::coded(MISCONF_RDB),
             Rejection::Busy { function: false } => Error::coded(crate::script::busy::BUSY_EVAL),
             Rejection::Busy { function: true } => {
                 Error::coded(crate::script::busy::BUSY_FUNCTION)

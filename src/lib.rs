@@ -148,12 +148,10 @@ fn run_on_thread(config: Config, ephemeral: bool, signals: bool) -> std::io::Res
                         if let Some(a) = addrs.first() {
                             srv.borrow_mut().config.port = a.port();
                         }
-                        // The AOF (or, without it, the RDB file) is loaded before
-                        // any client is served; a failure was logged with Redis's text.
-                        if persist::aof::load_at_startup(&mut srv.borrow_mut()).is_err() {
-                            let _ = tx.send(Err(std::io::Error::other(
-                                "the append only file could not be loaded",
-                            )));
+                        // The dataset loads before any client is served
+                        // (connections wait in the listen backlog).
+                        if let Err(e) = persist::load_at_startup(&mut srv.borrow_mut()) {
+                            let _ = tx.send(Err(std::io::Error::other(e)));
                             return;
                         }
                         let taps = srv.borrow().prop.hub();

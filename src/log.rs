@@ -1,13 +1,22 @@
 //! Redis-style log lines: `pid:M 22 Nov 2026 02:52:14.123 * message`.
 
 use std::io::Write;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use parking_lot::Mutex;
 
 // Silent until `configure` runs (embedded servers in tests do not log).
 static LEVEL: AtomicUsize = AtomicUsize::new(4);
 static FILE: Mutex<Option<String>> = Mutex::new(None);
+/// Set in a forked child (`persist::child`): lines are marked `C` and
+/// written with `write(2)`, never through locks another thread may have
+/// held at the fork.
+static CHILD: AtomicBool = AtomicBool::new(false);
+
+/// Switches the log to a forked child's ways (see [`CHILD`]).
+pub fn enter_child() {
+    CHILD.store(true, Ordering::Relaxed);
+}
 
 /// Sets the level (0 debug .. 3 warning) and the file ("" for stdout).
 pub fn configure(level: usize, logfile: Option<String>) {
@@ -61,8 +70,13 @@ fn write(level: usize, msg: &str) {
         return;
     }
     let mark = ['.', '-', '*', '#'][level.min(3)];
+    let role = if CHILD.load(Ordering::Relaxed) {
+        'C'
+    } else {
+        'M'
+    };
     let line = format!(
-        "{}:M {} {} {}\n",
+        "{}:{role} {} {} {}\n",
         std::process::id(),
         timestamp(),
         mark,
@@ -81,6 +95,9 @@ pub fn raw_notice(text: &str) {
 
 /// Appends a finished line (or block) to the log file, or stdout.
 fn emit(line: &str) {
+    if CHILD.load(Ordering::Relaxed) {
+        return emit_in_child(line);
+    }
     let file = FILE.lock().clone();
     match file {
         Some(path) if !path.is_empty() => {
@@ -97,6 +114,32 @@ fn emit(line: &str) {
             let _ = out.write_all(line.as_bytes());
             let _ = out.flush();
         }
+    }
+}
+
+/// [`emit`] in a forked child: the file is opened anew (inherited
+/// descriptors are closed) and stdout is written with `write(2)`; a lock
+/// left held at the fork means no file name, and the line goes to stdout.
+fn emit_in_child(line: &str) {
+    let file = FILE.try_lock().and_then(|f| f.clone());
+    if let Some(path) = file.filter(|p| !p.is_empty()) {
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+        {
+            let _ = f.write_all(line.as_bytes());
+        }
+        return;
+    }
+    let mut rest = line.as_bytes();
+    while !rest.is_empty() {
+        // SAFETY: writing a valid buffer to fd 1.
+        let n = unsafe { libc::write(1, rest.as_ptr().cast(), rest.len()) };
+        if n <= 0 {
+            break;
+        }
+        rest = &rest[n as usize..];
     }
 }
 

@@ -194,7 +194,8 @@ fn run_file(path: &Path) -> (usize, Vec<String>) {
             ));
             continue;
         }
-        let mut args = vec!["--port".to_string(), "0".to_string()];
+        // As record.py starts redis-server: no save points.
+        let mut args = ["--port", "0", "--save", ""].map(String::from).to_vec();
         args.extend(case.args.iter().cloned());
         let config = oxidis::config::from_args(&args).expect("case args parse");
         let server = oxidis::start(config).expect("server starts");

@@ -74,7 +74,7 @@ fn run_file(path: &Path) -> (usize, Vec<String>) {
             )],
         );
     }
-    let mut args: Vec<String> = ["--port", "0", "--enable-debug-command", "yes"]
+    let mut args: Vec<String> = ["--port", "0", "--save", "", "--enable-debug-command", "yes"]
         .map(String::from)
         .to_vec();
     args.extend(case.args.iter().cloned());

@@ -61,6 +61,7 @@ pub static ALL: &[&[CommandSpec]] = &[
     pubsub::SPECS,
     replication::SPECS,
     server::SPECS,
+    server::persistence::SPECS,
     aof::SPECS,
     connection::SPECS,
     cluster::SPECS,

@@ -6,7 +6,7 @@
 //! gets a [`Verdict`]. The stages, in order:
 //!
 //! lookup → arity → protected (DEBUG) → auth → no-multi → ACL → cluster redirection → OOM →
-//! disk error (MISCONF) → read-only replica → pub/sub context (RESP2) → LOADING → BUSY →
+//! read-only replica → pub/sub context (RESP2) → LOADING → BUSY →
 //! CLIENT PAUSE → queue (inside MULTI) or run.
 //!
 //! Which stages apply depends on the [`Caller`]: EXEC and woken clients were
@@ -91,8 +91,7 @@ pub fn admit(srv: &Server, client: &Client, cmd: CmdRef, args: &Args, caller: Ca
             allow_oom,
             wrote,
         } => {
-            let oom_exempt = allow_oom || wrote;
-            return script_stage(srv, client, cmd, args, read_only, oom_exempt);
+            return script_stage(srv, client, cmd, args, read_only, allow_oom, wrote);
         }
         Caller::Client | Caller::WhileBusy { .. } | Caller::Internal => {}
     }
@@ -156,7 +155,8 @@ fn script_stage(
     cmd: CmdRef,
     args: &Args,
     read_only: bool,
-    oom_exempt: bool,
+    allow_oom: bool,
+    wrote: bool,
 ) -> Verdict {
     let spec = cmd.spec;
     let reject = |r| Verdict::Reject(Some(cmd), r);
@@ -177,6 +177,14 @@ fn script_stage(
     if read_only && spec.has(flags::WRITE | flags::MAY_REPLICATE) {
         return reject(Rejection::ScriptWriteInReadOnly);
     }
+    // A script that has not written yet is refused its first write while
+    // persisting fails (after a write it must go on, as in Redis).
+    if !wrote && spec.has(flags::WRITE) {
+        if let Some(r) = crate::persist::write_denied(srv) {
+            return reject(r);
+        }
+    }
+    let oom_exempt = allow_oom || wrote;
     // A denyoom command is refused over maxmemory unless the script already
     // wrote or declared `allow-oom` (Redis's `scriptVerifyOOM`; Redis judges
     // memory as the script started, Oxidis as the command runs).
@@ -225,20 +233,20 @@ fn over_maxmemory(srv: &Server) -> bool {
         && crate::cmd::server::info::rss_bytes() > max as u64
 }
 
-/// Disk-error stage: writes (and PING, as Redis's `processCommand` names
-/// it) refused with `-MISCONF` while the AOF cannot be written.
+/// Disk-error stage: when persisting failed (`persist::write_denied`),
+/// writes, EXEC of a transaction holding one, and PING are refused
+/// (Redis's `processCommand` after OOM).
 fn disk_error(srv: &Server, client: &Client, cmd: CmdRef, args: &Args) -> Option<Rejection> {
-    let r = crate::persist::aof::write_denied(srv)?;
-    let write = |spec, args: &Args| {
-        crate::script::cmd_flags::effective(srv, spec, args) & flags::WRITE != 0
-    };
-    let writes = write(cmd.spec, args)
+    let denied = crate::persist::write_denied(srv)?;
+    let effective = |spec, args: &Args| crate::script::cmd_flags::effective(srv, spec, args);
+    let write = effective(cmd.spec, args) & flags::WRITE != 0
         || (cmd.spec.has(flags::TXN_EXEC)
-            && client
-                .multi
-                .as_ref()
-                .is_some_and(|m| m.queue.iter().any(|q| write(q.spec, &q.argv.args()))));
-    (writes || cmd.spec.name == "ping").then_some(r)
+            && client.multi.as_ref().is_some_and(|m| {
+                m.queue
+                    .iter()
+                    .any(|q| effective(q.spec, &q.argv.args()) & flags::WRITE != 0)
+            }));
+    (write || cmd.spec.name == "ping").then_some(denied)
 }
 
 /// Read-only replica stage: writes refused on a replica with

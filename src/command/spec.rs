@@ -66,6 +66,7 @@ pub mod flags {
         (NO_AUTH, "no_auth"),
         // MAY_REPLICATE is left out: Redis hides it from COMMAND INFO.
         (NO_MANDATORY_KEYS, "no_mandatory_keys"),
+        (NO_ASYNC_LOADING, "no_async_loading"),
         (NO_MULTI, "no_multi"),
         (ALLOW_BUSY, "allow_busy"),
     ];

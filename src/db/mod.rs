@@ -356,6 +356,18 @@ impl Db {
         }
     }
 
+    /// Adds a key read from an RDB image with its metadata and expiry;
+    /// false (nothing changes) when the key is already there.
+    pub fn add_loaded(&mut self, key: &[u8], entry: Entry, expire_at: Option<i64>) -> bool {
+        let (_, added) = self.keys.get_or_insert_with(key, || entry);
+        if added {
+            if let Some(at) = expire_at {
+                self.expires.insert(key, at);
+            }
+        }
+        added
+    }
+
     /// Records an access without reading the value (TOUCH); true when the key exists.
     pub fn touch_access(&mut self, key: &[u8]) -> bool {
         let held = self.expire_for_read(key);
@@ -548,6 +560,11 @@ impl Db {
     /// All keys with their values (expired ones included; callers filter).
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], &Value)> + '_ {
         self.keys.iter().map(|(k, e)| (k, &e.val))
+    }
+
+    /// All keys with their entries (value and access metadata), for saving.
+    pub fn entries(&self) -> impl Iterator<Item = (&[u8], &Entry)> + '_ {
+        self.keys.iter()
     }
 
     /// True when the key has an expiry that has passed (without deleting it).

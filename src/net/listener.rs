@@ -269,27 +269,47 @@ pub async fn run(
             tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
         let mut int =
             tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok();
-        let term_fut = async {
-            match term.as_mut() {
-                Some(s) => {
-                    s.recv().await;
+        loop {
+            let term_fut = async {
+                match term.as_mut() {
+                    Some(s) => {
+                        s.recv().await;
+                    }
+                    None => std::future::pending().await,
                 }
-                None => std::future::pending().await,
-            }
-        };
-        let int_fut = async {
-            match int.as_mut() {
-                Some(s) => {
-                    s.recv().await;
+            };
+            let int_fut = async {
+                match int.as_mut() {
+                    Some(s) => {
+                        s.recv().await;
+                    }
+                    None => std::future::pending().await,
                 }
-                None => std::future::pending().await,
+            };
+            // SHUTDOWN and an embedding's stop already did (or skip) the
+            // preparation; a signal prepares here, and a failed save (the
+            // only way it fails) leaves the server running, as in Redis.
+            let signal = tokio::select! {
+                _ = term_fut => {
+                    log::warning("Received SIGTERM scheduling shutdown...");
+                    ("shutdown-on-sigterm", "SIGTERM")
+                }
+                _ = int_fut => {
+                    log::warning("Received SIGINT scheduling shutdown...");
+                    ("shutdown-on-sigint", "SIGINT")
+                }
+                _ = shutdown.notified() => break,
+                _ = stop.notified() => break,
+            };
+            let mut s = srv.borrow_mut();
+            let (save, force) = super::shutdown::signal_flags(&s, signal.0);
+            if super::shutdown::prepare(&mut s, save, force).is_ok() {
+                break;
             }
-        };
-        tokio::select! {
-            _ = term_fut => log::warning("Received SIGTERM scheduling shutdown..."),
-            _ = int_fut => log::warning("Received SIGINT scheduling shutdown..."),
-            _ = shutdown.notified() => {}
-            _ = stop.notified() => {}
+            log::warning(&format!(
+                "{} received but errors trying to shut down the server, check the logs for more information",
+                signal.1
+            ));
         }
     } else {
         tokio::select! {

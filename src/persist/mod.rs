@@ -3,6 +3,8 @@
 //! Layout (each file owned by one concern):
 //! - `rdb/`: the RDB codec (object encodings, whole-dataset write and load),
 //!   shared by snapshots, the AOF's RDB preamble, DUMP/RESTORE and FUNCTION DUMP.
+//! - `child.rs`: the one background child (fork), shared by BGSAVE and the
+//!   AOF rewrite.
 //! - `snapshot.rs`: SAVE, BGSAVE, save points, loading at start-up.
 //! - `aof/`: the append-only file fed by the propagation stream.
 //!
@@ -10,4 +12,112 @@
 //! mid-write never leaves a broken file under the real name.
 
 pub mod aof;
+pub mod child;
+pub mod info;
 pub mod rdb;
+pub mod snapshot;
+
+use crate::error::Rejection;
+use crate::log;
+use crate::server::Server;
+
+/// A persistence step failed; it logged why in Redis's words (the client
+/// sees only Redis's short error).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Failed;
+
+/// The persistence state the server owns (`Server::persist`).
+#[derive(Debug, Default)]
+pub struct Persist {
+    /// The background child (BGSAVE or AOF rewrite), at most one.
+    pub child: child::Children,
+    /// SAVE/BGSAVE state and statistics.
+    pub snapshot: snapshot::Snapshots,
+}
+
+/// A background child ended (reaped by the cron, or stopped by
+/// [`child::kill`]): its owner finishes the job.
+pub fn child_done(srv: &mut Server, running: child::Running, exit: child::Exit) {
+    match running.kind {
+        child::Kind::Rdb => snapshot::bgsave_done(srv, running, exit),
+        child::Kind::Aof => aof::rewrite_done(srv, exit),
+    }
+}
+
+/// The persistence part of the cron (Redis's `serverCron`): a finished
+/// child is reaped and its owner told.
+pub fn cron(srv: &mut Server) {
+    if srv.persist.child.active() {
+        child::check_done(srv);
+    }
+    snapshot::cron(srv);
+}
+
+/// Loads the dataset at start-up, before any client is served (Redis's
+/// `loadDataFromDisk`). The AOF, when enabled, takes precedence over the
+/// RDB file, as in Redis. Err with the reason when the server must not
+/// start (Redis logs it and exits).
+pub fn load_at_startup(srv: &mut Server) -> Result<(), String> {
+    if aof::load_at_startup(srv).map_err(|_| "the append only file could not be loaded")? {
+        return Ok(());
+    }
+    snapshot::load(srv).map_err(|e| {
+        let text = format!("Fatal error loading the DB: {e}. Exiting.");
+        log::warning(&text);
+        text
+    })
+}
+
+/// Writes are refused because persisting failed (Redis's
+/// `writeCommandsDeniedByDiskError`): a failed BGSAVE while save points
+/// are set and `stop-writes-on-bgsave-error yes`. The gate asks this for
+/// write commands (and PING), after the OOM stage.
+pub fn write_denied(srv: &Server) -> Option<Rejection> {
+    if !srv.persist.snapshot.last_bgsave_ok
+        && srv.config.get("stop-writes-on-bgsave-error") != Some("no")
+        && snapshot::has_save_points(srv)
+    {
+        return Some(Rejection::MisconfRdb);
+    }
+    aof::write_denied(srv)
+}
+
+/// The persistence part of a shutdown (Redis's `finishShutdown`): the
+/// running child is stopped, and the dataset is saved when save points are
+/// set (unless `save == Some(false)`) or when asked (`Some(true)`). Err when
+/// the save failed and `force` is not set: the server must go on running.
+pub fn on_shutdown(srv: &mut Server, save: Option<bool>, force: bool) -> Result<(), Failed> {
+    if srv.persist.child.is(child::Kind::Rdb) {
+        log::warning("There is a child saving an .rdb. Killing it!");
+        child::kill(srv);
+    }
+    aof::shutdown(srv, force)?;
+    let wanted = match save {
+        Some(s) => s,
+        None => snapshot::has_save_points(srv),
+    };
+    if wanted {
+        log::notice("Saving the final RDB snapshot before exiting.");
+        if snapshot::save(srv).is_err() {
+            if force {
+                log::warning("Error trying to save the DB. Exit anyway.");
+            } else {
+                log::warning("Error trying to save the DB, can't exit.");
+                return Err(Failed);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// FLUSHALL's persistence side (Redis's `flushAllDataAndResetRDB`): a
+/// running BGSAVE is stopped (it would write the old data), and with save
+/// points set the now empty dataset is saved at once.
+pub fn after_flushall(srv: &mut Server) {
+    if srv.persist.child.is(child::Kind::Rdb) {
+        child::kill(srv);
+    }
+    if snapshot::has_save_points(srv) {
+        let _ = snapshot::save(srv);
+    }
+}

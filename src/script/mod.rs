@@ -21,7 +21,6 @@ pub mod function;
 pub mod load;
 pub mod lua;
 pub mod msgpack;
-pub mod payload;
 pub mod redis_lib;
 pub mod structlib;
 #[cfg(test)]

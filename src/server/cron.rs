@@ -34,6 +34,7 @@ pub async fn run(srv: Rc<RefCell<Server>>) {
         }
         let now = crate::clock::now_ms();
         s.stats.sample_ops(now);
+        crate::persist::cron(&mut s);
         ticks += 1;
         if ticks >= hz {
             ticks = 0;

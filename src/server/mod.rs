@@ -48,6 +48,8 @@ pub struct Server {
     pub active_expire: bool,
     pub rng: Rng,
     pub last_save_unix: i64,
+    /// Persistence: the background child, snapshots, the AOF (`crate::persist`).
+    pub persist: crate::persist::Persist,
     /// The stream of effects replicas and the AOF replay (see [`propagate`]).
     pub prop: propagate::Propagation,
     /// The append-only file (`crate::persist::aof`).
@@ -126,6 +128,7 @@ impl Server {
             active_expire: true,
             rng,
             last_save_unix: crate::clock::real_now_us() / 1_000_000,
+            persist: Default::default(),
             prop: Default::default(),
             aof: Default::default(),
             slowlog: Default::default(),

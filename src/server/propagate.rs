@@ -195,7 +195,9 @@ impl Propagation {
         self.record_expired(lazy_expire);
         let cur = std::mem::replace(&mut self.cur, e.outer);
         self.depth -= 1;
-        let wrote = dirty != e.dirty || cur.force;
+        // A save inside the command (FLUSHALL with save points) resets the
+        // counter: only a rise means the dataset changed (Redis's call()).
+        let wrote = dirty > e.dirty || cur.force;
         // EXEC is never propagated itself (its commands are), nor what a
         // script runs after redis.set_repl(REPL_NONE).
         let silenced = cur.prevent || is_exec || (self.script_repl_off && self.depth > 0);

@@ -329,6 +329,28 @@ impl List {
         }
     }
 
+    /// The packed nodes from the head, each with its entry count (the RDB
+    /// writer saves one Redis listpack per node, as Redis does).
+    pub fn nodes(&self) -> impl Iterator<Item = (&[u8], usize)> + '_ {
+        self.nodes.iter().map(|n| (&n.buf[..], n.count as usize))
+    }
+
+    /// Appends a whole node at the tail: `buf` holds `count` (> 0) packed
+    /// entries. RDB loading keeps the file's node boundaries, as Redis's
+    /// `quicklistAppendListpack` does.
+    pub fn append_node(&mut self, mut buf: Vec<u8>, count: usize) {
+        debug_assert!(count > 0);
+        if let Some(last) = self.nodes.back_mut() {
+            pack::fit(&mut last.buf);
+        }
+        pack::fit(&mut buf);
+        self.nodes.push_back(Node {
+            buf,
+            count: count as u32,
+        });
+        self.len += count;
+    }
+
     /// Bytes held by the nodes (for MEMORY USAGE-style estimates).
     pub fn mem(&self) -> usize {
         self.nodes.iter().map(|n| n.buf.capacity() + 32).sum()

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod case;
+pub mod real_redis;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -16,7 +17,10 @@ pub fn start() -> oxidis::Handle {
 
 /// Starts a server with redis-server style flags, e.g. `&["--requirepass", "pw"]`.
 pub fn start_with(flags: &[&str]) -> oxidis::Handle {
-    let mut args: Vec<String> = vec!["--port".into(), "0".into()];
+    // No save points (as Redis's own test servers and compat/record.py):
+    // FLUSHALL and the cron would otherwise write dump.rdb into the
+    // working directory. A test's own `--save` comes later and wins.
+    let mut args: Vec<String> = vec!["--port".into(), "0".into(), "--save".into(), "".into()];
     args.extend(flags.iter().map(|s| s.to_string()));
     let config = oxidis::config::from_args(&args).expect("flags parse");
     oxidis::start(config).expect("server starts")

@@ -225,6 +225,7 @@ pub fn flushall(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         n += db.clear();
     }
     ctx.srv.ks.dirty += n as u64 + 1;
+    crate::persist::after_flushall(ctx.srv);
     ctx.force_propagation();
     crate::server::cron::release_free_memory();
     ctx.out().ok();

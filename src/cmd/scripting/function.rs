@@ -266,15 +266,9 @@ fn stats(ctx: &mut Ctx, _args: &mut Args) -> CmdResult {
 /// ```
 /// The libraries serialized as Redis's DUMP-style payload.
 fn dump(ctx: &mut Ctx, _args: &mut Args) -> CmdResult {
-    let codes: Vec<&[u8]> = ctx
-        .srv
-        .script
-        .functions
-        .libs
-        .iter()
-        .map(|l| &l.code[..])
-        .collect();
-    let payload = script::payload::dump(&codes);
+    let compress = ctx.srv.config.get("rdbcompression") == Some("yes");
+    let codes = ctx.srv.script.functions.libs.iter().map(|l| &l.code[..]);
+    let payload = crate::persist::rdb::dump_functions(codes, compress);
     ctx.out().bulk(&payload);
     Ok(())
 }
@@ -309,7 +303,7 @@ fn restore(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     } else {
         return Err(sub_syntax_error(args));
     };
-    let codes = script::payload::restore(data).map_err(|e| Error::Msg(e.into()))?;
+    let codes = crate::persist::rdb::restore_functions(data).map_err(|e| Error::Msg(e.into()))?;
     let funcs = &mut ctx.srv.script.functions;
     // Load into a fresh set first, so a failure leaves the current libraries alone.
     let mut fresh = crate::script::function::Functions::default();

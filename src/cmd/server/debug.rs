@@ -61,6 +61,9 @@ pub fn debug(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         ctx.out().ok();
         return Ok(());
     }
+    if sub.eq_ignore_ascii_case(b"reload") {
+        return super::persistence::debug_reload(ctx, args);
+    }
     if let Some(r) = super::debug_more::run(ctx, sub, args) {
         return r;
     }

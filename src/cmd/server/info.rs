@@ -63,7 +63,7 @@ pub fn render(ctx: &mut Ctx, pick: impl Fn(&str, bool) -> bool) -> String {
             "server" => server(srv, &mut out),
             "clients" => clients(srv, ctx.client.blocked.is_some(), &mut out),
             "memory" => memory(srv, &mut out),
-            "persistence" => persistence(srv, &mut out),
+            "persistence" => crate::persist::info::persistence(srv, &mut out),
             "stats" => stats(srv, &mut out),
             "replication" => replication(srv, &mut out),
             "cpu" => cpu(&mut out),
@@ -305,33 +305,6 @@ fn memory(srv: &Server, out: &mut String) {
     }
 }
 
-fn persistence(srv: &Server, out: &mut String) {
-    out.push_str("# Persistence\r\n");
-    line!(out, "loading:0");
-    line!(out, "async_loading:0");
-    line!(out, "current_cow_peak:0");
-    line!(out, "current_cow_size:0");
-    line!(out, "current_cow_size_age:0");
-    line!(out, "current_fork_perc:0.00");
-    line!(out, "current_save_keys_processed:0");
-    line!(out, "current_save_keys_total:0");
-    line!(out, "rdb_changes_since_last_save:{}", srv.ks.dirty);
-    line!(out, "rdb_bgsave_in_progress:0");
-    line!(out, "rdb_last_save_time:{}", srv.last_save_unix);
-    for f in [
-        "rdb_last_bgsave_status:ok",
-        "rdb_last_bgsave_time_sec:-1",
-        "rdb_current_bgsave_time_sec:-1",
-        "rdb_saves:0",
-        "rdb_last_cow_size:0",
-        "rdb_last_load_keys_expired:0",
-        "rdb_last_load_keys_loaded:0",
-    ] {
-        line!(out, "{f}");
-    }
-    crate::persist::aof::info(srv, out);
-}
-
 fn stats(srv: &Server, out: &mut String) {
     let st = &srv.stats;
     out.push_str("# Stats\r\n");
@@ -382,9 +355,9 @@ fn stats(srv: &Server, out: &mut String) {
         "pubsubshard_channels:{}",
         srv.pubsub.shard_channels.len()
     );
+    line!(out, "latest_fork_usec:{}", srv.persist.child.last_fork_usec);
+    line!(out, "total_forks:{}", srv.persist.child.total_forks);
     for f in [
-        "latest_fork_usec:0",
-        "total_forks:0",
         "migrate_cached_sockets:0",
         "slave_expires_tracked_keys:0",
         "active_defrag_hits:0",

@@ -1,5 +1,5 @@
 //! Server commands: CONFIG, CLIENT, COMMAND, INFO, SLOWLOG, LATENCY, MEMORY, DEBUG,
-//! TIME, LASTSAVE, ROLE, MONITOR, SHUTDOWN.
+//! TIME, ROLE, MONITOR, SHUTDOWN; SAVE, BGSAVE, LASTSAVE in `persistence`.
 
 pub(crate) mod client;
 mod command;
@@ -9,6 +9,7 @@ mod debug_more;
 pub mod info;
 pub mod latency;
 mod latency_doctor;
+pub mod persistence;
 pub mod slowlog;
 
 use crate::command::flags::*;
@@ -26,7 +27,6 @@ pub static SPECS: &[CommandSpec] = &[
         .with_subcommands(command::SUBS),
     CommandSpec::new("info", -1, LOADING | STALE, (0, 0, 0), info::info),
     CommandSpec::new("time", 1, LOADING | STALE | FAST, (0, 0, 0), time),
-    CommandSpec::new("lastsave", 1, LOADING | STALE | FAST, (0, 0, 0), lastsave),
     CommandSpec::new(
         "role",
         1,
@@ -82,16 +82,6 @@ fn time(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
 }
 
 /// ```text
-/// LASTSAVE
-/// ```
-/// Integer: unix time of the last successful save (start-up time when none).
-fn lastsave(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
-    let t = ctx.srv.last_save_unix;
-    ctx.out().int(t);
-    Ok(())
-}
-
-/// ```text
 /// ROLE
 /// ```
 /// Array: `master`, the replication offset (0), and the replicas (none):
@@ -130,13 +120,23 @@ fn shutdown(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let mut save = None;
     let mut abort = false;
     let mut others = false;
+    let mut force = false;
     for a in args.by_ref() {
         if a.eq_ignore_ascii_case(b"nosave") {
+            if save == Some(true) {
+                return Err(Error::Syntax);
+            }
             save = Some(false);
         } else if a.eq_ignore_ascii_case(b"save") {
+            if save == Some(false) {
+                return Err(Error::Syntax);
+            }
             save = Some(true);
-        } else if a.eq_ignore_ascii_case(b"now") || a.eq_ignore_ascii_case(b"force") {
+        } else if a.eq_ignore_ascii_case(b"now") {
             others = true;
+        } else if a.eq_ignore_ascii_case(b"force") {
+            others = true;
+            force = true;
         } else if a.eq_ignore_ascii_case(b"abort") {
             abort = true;
         } else {
@@ -156,10 +156,7 @@ fn shutdown(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             return Err(crate::error::Rejection::Busy { function }.error());
         }
     }
-    if save == Some(true) {
-        // Oxidis has no RDB persistence: a save that cannot happen fails the
-        // way a failed save makes Redis refuse to shut down.
-        crate::log::warning("Error trying to save the DB: Oxidis has no RDB persistence");
+    if crate::net::shutdown::prepare(ctx.srv, save, force).is_err() {
         return Err(Error::msg("Errors trying to SHUTDOWN. Check logs."));
     }
     ctx.srv.shutdown = Some(ShutdownRequest { save });

@@ -5,11 +5,12 @@ use std::path::Path;
 use super::feed::Sink;
 use super::{load, manifest, now_secs, Aof, State};
 use crate::error::{CmdResult, Error};
+use crate::persist::child::{self, Exit, Kind};
 use crate::server::{Ctx, Server};
 
-/// A rewrite in progress: the temp base file it writes.
+/// A rewrite in progress: the child's pid (its temp files are named after it).
 pub(super) struct Child {
-    tmp: String,
+    pid: i32,
 }
 
 /// Consecutive failures before the automatic rewrite backs off
@@ -28,7 +29,7 @@ pub fn bgrewriteaof_command(ctx: &mut Ctx) -> CmdResult {
             "Background append only file rewriting already in progress",
         ));
     }
-    if ctx.in_exec {
+    if ctx.srv.persist.child.active() || ctx.in_exec {
         ctx.srv.aof.rewrite_scheduled = true;
         // A rewrite asked for by hand runs at once, whatever the back-off.
         ctx.srv.aof.rewrite_failures = 0;
@@ -48,10 +49,10 @@ pub fn bgrewriteaof_command(ctx: &mut Ctx) -> CmdResult {
 /// postponed write, a write that failed retried once a second, and the
 /// buffer written as before every round's replies.
 pub fn cron(srv: &mut Server) {
-    if !srv.aof.rewriting() && srv.aof.rewrite_scheduled && !limited(&mut srv.aof) {
+    if !srv.persist.child.active() && srv.aof.rewrite_scheduled && !limited(&mut srv.aof) {
         let _ = rewrite_background(srv);
     }
-    if !srv.aof.rewriting() && auto_rewrite_due(srv) {
+    if !srv.persist.child.active() && auto_rewrite_due(srv) {
         let _ = rewrite_background(srv);
     }
     if srv.aof.state == State::Off {
@@ -115,7 +116,7 @@ fn limited(aof: &mut Aof) -> bool {
 /// written, a new incr file opened (and listed in the manifest), then the
 /// new base written. Err when it could not start (logged).
 pub fn rewrite_background(srv: &mut Server) -> Result<(), ()> {
-    if srv.aof.rewriting() {
+    if srv.persist.child.active() {
         return Err(());
     }
     if load::create_dir(&srv.aof).is_err() {
@@ -130,34 +131,50 @@ pub fn rewrite_background(srv: &mut Server) -> Result<(), ()> {
         return Err(());
     }
     srv.aof.rewrites += 1;
-    let pid = std::process::id();
-    let tmp = format!("temp-rewriteaof-bg-{pid}.aof");
+    // The child sees the dataset as of the fork, which is exactly what the
+    // new incr file starts after.
+    let rdb = srv.config.get("aof-use-rdb-preamble") == Some("yes");
+    let spawned = child::spawn(srv, Kind::Aof, move |srv| {
+        let tmp = temp_base_name(std::process::id() as i32);
+        match super::rewrite::write_base(srv, Path::new(&tmp), rdb) {
+            Ok(()) => {
+                crate::log::notice(&format!(
+                    "Successfully created the temporary AOF base file {tmp}"
+                ));
+                Ok(())
+            }
+            Err(e) => {
+                crate::log::warning(&e);
+                Err(crate::persist::Failed)
+            }
+        }
+    });
+    let pid = match spawned {
+        Ok(pid) => pid,
+        Err(e) => {
+            srv.aof.lastbgrewrite_ok = false;
+            crate::log::warning(&format!(
+                "Can't rewrite append only file in background: fork: {}",
+                manifest::os(&e)
+            ));
+            return Err(());
+        }
+    };
     crate::log::notice(&format!(
         "Background append only file rewriting started by pid {pid}"
     ));
     srv.aof.rewrite_scheduled = false;
     srv.aof.rewrite_time_start = now_secs();
-    srv.aof.child = Some(Child { tmp: tmp.clone() });
+    srv.aof.child = Some(Child { pid });
     if srv.aof.state == State::WaitRewrite {
         start_feeding(srv);
     }
-    // The base reflects the dataset as of the new incr file's start: the
-    // data thread writes it before running anything else.
-    let rdb = srv.config.get("aof-use-rdb-preamble") == Some("yes");
-    let ok = match super::rewrite::write_base(srv, Path::new(&tmp), rdb) {
-        Ok(()) => {
-            crate::log::notice(&format!(
-                "Successfully created the temporary AOF base file {tmp}"
-            ));
-            true
-        }
-        Err(e) => {
-            crate::log::warning(&e);
-            false
-        }
-    };
-    rewrite_done(srv, ok);
     Ok(())
+}
+
+/// The base a rewrite child writes (`temp-rewriteaof-bg-<pid>.aof`).
+fn temp_base_name(pid: i32) -> String {
+    format!("temp-rewriteaof-bg-{pid}.aof")
 }
 
 /// The incr file commands go to from now on (Redis's
@@ -201,6 +218,24 @@ fn open_new_incr(aof: &mut Aof) -> Result<(), ()> {
     Ok(())
 }
 
+/// Stops a running rewrite and removes its temp files, without the
+/// completion handler (Redis's `killAppendOnlyChild`).
+pub(super) fn kill_child(srv: &mut Server) {
+    let Some(c) = srv.aof.child.take() else {
+        return;
+    };
+    crate::log::notice(&format!("Killing running AOF rewrite child: {}", c.pid));
+    child::kill(srv);
+    remove_temp_files(c.pid);
+    srv.aof.rewrite_time_start = -1;
+}
+
+/// Redis's `aofRemoveTempFile`.
+fn remove_temp_files(pid: i32) {
+    let _ = std::fs::remove_file(temp_base_name(pid));
+    let _ = std::fs::remove_file(format!("temp-rewriteaof-{pid}.aof"));
+}
+
 fn temp_incr_name(aof: &Aof) -> String {
     format!("temp-{}.incr", aof.filename)
 }
@@ -208,14 +243,15 @@ fn temp_incr_name(aof: &Aof) -> String {
 /// The rewrite ended (Redis's `backgroundRewriteDoneHandler`): on success
 /// the temp base becomes the new base, the incr files it covers become
 /// history, and the manifest switches in one rename.
-fn rewrite_done(srv: &mut Server, ok: bool) {
+pub fn rewrite_done(srv: &mut Server, exit: Exit) {
     let Some(child) = srv.aof.child.take() else {
         return;
     };
-    if ok {
+    let tmp = temp_base_name(child.pid);
+    if exit == Exit::Ok {
         crate::log::notice("Background AOF rewrite terminated with success");
         let rdb = srv.config.get("aof-use-rdb-preamble") == Some("yes");
-        if install(&mut srv.aof, &child.tmp, rdb).is_ok() {
+        if install(&mut srv.aof, &tmp, rdb).is_ok() {
             srv.aof.lastbgrewrite_ok = true;
             srv.aof.rewrite_failures = 0;
             crate::log::notice("Background AOF rewrite finished successfully");
@@ -226,12 +262,21 @@ fn rewrite_done(srv: &mut Server, ok: bool) {
             srv.aof.lastbgrewrite_ok = false;
             srv.aof.rewrite_failures += 1;
         }
+    } else if let Exit::Killed(sig) = exit {
+        // SIGUSR1 is how a rewrite is stopped on purpose: no error.
+        if exit.is_failure() {
+            srv.aof.lastbgrewrite_ok = false;
+            srv.aof.rewrite_failures += 1;
+        }
+        crate::log::warning(&format!(
+            "Background AOF rewrite terminated by signal {sig}"
+        ));
     } else {
         srv.aof.lastbgrewrite_ok = false;
         srv.aof.rewrite_failures += 1;
         crate::log::warning("Background AOF rewrite terminated with error");
     }
-    let _ = std::fs::remove_file(&child.tmp);
+    remove_temp_files(child.pid);
     if srv.aof.state == State::WaitRewrite {
         // Nothing of what was collected is kept: the next rewrite starts over.
         if let Some(sink) = srv.prop.aof.as_mut() {
@@ -340,13 +385,22 @@ pub(super) fn start_feeding(srv: &mut Server) {
 /// the first base; commands go to a temp incr file meanwhile.
 fn start_append_only(srv: &mut Server, in_exec: bool) -> Result<(), ()> {
     srv.aof.state = State::WaitRewrite;
-    if in_exec {
+    if srv.persist.child.active() && !srv.persist.child.is(Kind::Aof) {
+        srv.aof.rewrite_scheduled = true;
+        crate::log::warning("AOF was enabled but there is already another background operation. An AOF background was scheduled to start when possible.");
+    } else if in_exec {
         srv.aof.rewrite_scheduled = true;
         crate::log::warning("AOF was enabled during a transaction. An AOF background was scheduled to start when possible.");
-    } else if rewrite_background(srv).is_err() {
-        srv.aof.state = State::Off;
-        crate::log::warning("Redis needs to enable the AOF but can't trigger a background AOF rewrite operation. Check the above logs for more info about the error.");
-        return Err(());
+    } else {
+        if srv.persist.child.is(Kind::Aof) {
+            crate::log::warning("AOF was enabled but there is already an AOF rewriting in background. Stopping background AOF and starting a rewrite now.");
+            kill_child(srv);
+        }
+        if rewrite_background(srv).is_err() {
+            srv.aof.state = State::Off;
+            crate::log::warning("Redis needs to enable the AOF but can't trigger a background AOF rewrite operation. Check the above logs for more info about the error.");
+            return Err(());
+        }
     }
     srv.aof.last_fsync = now_secs();
     srv.aof.clear_errors();
@@ -359,7 +413,7 @@ fn stop_append_only(srv: &mut Server) {
     srv.aof.close_file();
     srv.aof.state = State::Off;
     srv.aof.rewrite_scheduled = false;
-    srv.aof.child = None;
+    kill_child(srv);
     srv.prop.aof = None;
     srv.prop.forget_selected();
 }

@@ -37,15 +37,16 @@ const LINE_MAX: usize = 1024;
 /// numbering); with `appendonly yes` the AOF is loaded, then opened for
 /// appending (a base written first when there is none). Err: the server
 /// must not start (the reason is logged).
-pub fn load_at_startup(srv: &mut Server) -> Result<(), Refused> {
+/// True when the AOF is on (and loaded): the RDB file is then not read.
+pub fn load_at_startup(srv: &mut Server) -> Result<bool, Refused> {
     startup(srv).map_err(|()| Refused)
 }
 
-fn startup(srv: &mut Server) -> Result<(), ()> {
+fn startup(srv: &mut Server) -> Result<bool, ()> {
     srv.aof.configure(&srv.config);
     srv.aof.manifest = read_manifest(&srv.aof)?;
     if srv.config.get("appendonly") != Some("yes") {
-        return Ok(());
+        return Ok(false);
     }
     let start = Instant::now();
     match load_files(srv)? {
@@ -59,7 +60,7 @@ fn startup(srv: &mut Server) -> Result<(), ()> {
     open_on_startup(srv)?;
     super::bgrewrite::delete_history(&mut srv.aof);
     super::bgrewrite::start_feeding(srv);
-    Ok(())
+    Ok(true)
 }
 
 /// The manifest on disk, or an empty one when the directory or the file is

@@ -24,7 +24,7 @@ use std::fs::File;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-pub use bgrewrite::{bgrewriteaof_command, config_changed, cron};
+pub use bgrewrite::{bgrewriteaof_command, config_changed, cron, rewrite_done};
 pub use load::{debug_loadaof, load_at_startup};
 pub use status::{buffer_len, info, write_denied};
 pub use writer::{before_reply, shutdown};
@@ -158,7 +158,7 @@ impl Aof {
         self.dirname.join(name)
     }
 
-    /// True while a rewrite child (or an in-process rewrite) runs.
+    /// True while a rewrite child runs.
     pub fn rewriting(&self) -> bool {
         self.child.is_some()
     }

@@ -29,7 +29,7 @@ pub fn before_reply(srv: &mut Server) {
 /// Writes the buffer (`force`: even while a background fsync runs).
 pub fn flush(srv: &mut Server, force: bool) {
     let no_fsync_on_rewrite = srv.config.get("no-appendfsync-on-rewrite") == Some("yes");
-    let child = srv.aof.rewriting();
+    let child = srv.persist.child.active();
     let mut empty = Vec::new();
     let buf = match srv.prop.aof.as_mut() {
         Some(sink) => &mut sink.buf,
@@ -38,10 +38,24 @@ pub fn flush(srv: &mut Server, force: bool) {
     srv.aof.flush_buf(buf, force, child && no_fsync_on_rewrite);
 }
 
-/// At shutdown: everything buffered written and fsynced.
-pub fn shutdown(srv: &mut Server) {
+/// At shutdown (Redis's `prepareForShutdown`): a running rewrite is
+/// stopped, unless it writes the first base of an AOF just turned on (then
+/// the shutdown is refused, or goes on with `force`); everything buffered
+/// is written and fsynced.
+pub fn shutdown(srv: &mut Server, force: bool) -> Result<(), crate::persist::Failed> {
+    if srv.aof.rewriting() {
+        if srv.aof.state == State::WaitRewrite {
+            if !force {
+                crate::log::warning("Writing initial AOF, can't exit.");
+                return Err(crate::persist::Failed);
+            }
+            crate::log::warning("Writing initial AOF. Exit anyway.");
+        }
+        crate::log::warning("There is a child rewriting the AOF. Killing it!");
+        super::bgrewrite::kill_child(srv);
+    }
     if srv.aof.state == State::Off {
-        return;
+        return Ok(());
     }
     crate::log::notice("Calling fsync() on the AOF file.");
     flush(srv, true);
@@ -53,6 +67,7 @@ pub fn shutdown(srv: &mut Server) {
             ));
         }
     }
+    Ok(())
 }
 
 /// Redis's `aofWrite`: retries short writes; the bytes written, and the

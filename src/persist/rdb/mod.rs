@@ -1,12 +1,34 @@
-//! The RDB format (version 10, as Redis 7.0 writes it): whole-dataset save and load.
+//! The RDB format (version 10, as Redis 7.0 writes it; versions 1–12 read): whole-dataset save and load, DUMP payloads.
 //!
 //! The interface the rest of the server uses (snapshots, the AOF preamble,
-//! DEBUG RELOAD) is these two functions; DUMP/RESTORE use the per-object
-//! codec underneath them.
+//! DEBUG RELOAD) is [`write_dataset`] / [`load_dataset`] (and their `_with`
+//! forms for the AOF base); DUMP/RESTORE and FUNCTION DUMP/RESTORE use
+//! [`dump_value`] / [`restore_value`] and [`dump_functions`] /
+//! [`restore_functions`]. The per-object codec is in `write` and `read`.
 
-use std::io;
+pub mod consts;
+mod dataset;
+pub mod intset;
+pub mod listpack;
+pub mod lzf;
+pub mod read;
+pub mod write;
+pub mod ziplist;
 
-use crate::server::Server;
+use crate::db::Value;
+
+pub use dataset::{
+    load_dataset, load_dataset_with, write_dataset, write_dataset_with, LoadOptions, SaveOptions,
+};
+
+/// CRC-64/Jones as Redis computes it (`crc64(0, ...)`), table-driven.
+pub static CRC64: crc::Crc<u64, crc::Table<16>> =
+    crc::Crc::<u64, crc::Table<16>>::new(&crc::CRC_64_REDIS);
+
+/// Redis's `crc64(0, data)`.
+pub fn crc64(data: &[u8]) -> u64 {
+    CRC64.checksum(data)
+}
 
 /// What a successful load found.
 #[derive(Debug, Default, Clone)]
@@ -16,6 +38,8 @@ pub struct LoadInfo {
     /// Keys loaded (expired keys are skipped at load, as Redis does on a master).
     pub keys: u64,
     pub expires: u64,
+    /// Keys skipped because their time had passed.
+    pub expired_skipped: u64,
 }
 
 /// Why a load failed: `message` is the text Redis logs for the same case.
@@ -24,18 +48,93 @@ pub struct LoadError {
     pub message: String,
 }
 
-/// Writes the whole dataset: header, AUX fields, function libraries, every
-/// non-empty database (SELECTDB, RESIZEDB, keys with expiry), EOF and the
-/// CRC64 checksum (zero when `rdbchecksum no`).
-pub fn write_dataset(server: &Server, out: &mut dyn io::Write) -> io::Result<()> {
-    let _ = (server, out);
-    Err(io::Error::other("RDB writing is not built yet"))
+/// The footer of a DUMP payload: RDB version (u16 LE) and CRC64 (u64 LE).
+fn seal(mut payload: Vec<u8>) -> Vec<u8> {
+    payload.extend_from_slice(&consts::RDB_VERSION.to_le_bytes());
+    let crc = crc64(&payload);
+    payload.extend_from_slice(&crc.to_le_bytes());
+    payload
 }
 
-/// Replaces the dataset with an RDB image (functions included).
-pub fn load_dataset(server: &mut Server, data: &[u8]) -> Result<LoadInfo, LoadError> {
-    let _ = (server, data);
-    Err(LoadError {
-        message: "RDB loading is not built yet".into(),
-    })
+/// `DUMP`'s payload for a value (`createDumpPayload`): type byte, the
+/// value as RDB writes it, RDB version, CRC64.
+pub fn dump_value(v: &Value, compress: bool) -> Vec<u8> {
+    let mut e = write::Encoder::new(compress);
+    e.byte(write::Encoder::type_of(v));
+    e.object(v);
+    seal(e.buf)
+}
+
+/// Why a payload was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PayloadError {
+    /// Too short, a newer RDB version or a wrong checksum (Redis's
+    /// "DUMP payload version or checksum are wrong").
+    VersionOrChecksum,
+    /// The body does not decode (Redis's "Bad data format"); the reason is
+    /// what Redis would log at verbose level.
+    BadFormat(String),
+}
+
+/// `verifyDumpPayload`: at least the 10-byte footer, a version this server
+/// reads, and a matching CRC64 (`skip_checksum` as `DEBUG SET-SKIP-CHECKSUM-VALIDATION`).
+pub fn verify_payload(p: &[u8], skip_checksum: bool) -> Result<(), PayloadError> {
+    if p.len() < 10 {
+        return Err(PayloadError::VersionOrChecksum);
+    }
+    let footer = &p[p.len() - 10..];
+    let ver = u16::from_le_bytes([footer[0], footer[1]]);
+    if ver > consts::RDB_VERSION {
+        return Err(PayloadError::VersionOrChecksum);
+    }
+    if skip_checksum {
+        return Ok(());
+    }
+    let crc = u64::from_le_bytes(footer[2..].try_into().unwrap_or_default());
+    if crc64(&p[..p.len() - 8]) != crc {
+        return Err(PayloadError::VersionOrChecksum);
+    }
+    Ok(())
+}
+
+/// `RESTORE`'s decoding: checks the footer, then reads one value. As in
+/// Redis, the reader may run into the footer bytes and trailing bytes are
+/// ignored.
+pub fn restore_value(
+    p: &[u8],
+    limits: &read::Limits,
+    skip_checksum: bool,
+) -> Result<Value, PayloadError> {
+    verify_payload(p, skip_checksum)?;
+    let mut r = read::Reader::new(p);
+    let bad = |b: read::Bad| PayloadError::BadFormat(format!("{b:?}"));
+    let t = r.byte().map_err(bad)?;
+    r.object(t, limits).map_err(bad)
+}
+
+/// `FUNCTION DUMP`'s payload: each library as `FUNCTION2` + its code.
+pub fn dump_functions<'a>(codes: impl IntoIterator<Item = &'a [u8]>, compress: bool) -> Vec<u8> {
+    let mut e = write::Encoder::new(compress);
+    for c in codes {
+        e.byte(consts::OPCODE_FUNCTION2);
+        e.string(c);
+    }
+    seal(e.buf)
+}
+
+/// `FUNCTION RESTORE`'s decoding into library codes, with Redis's error
+/// texts (without the `ERR ` prefix).
+pub fn restore_functions(p: &[u8]) -> Result<Vec<Vec<u8>>, &'static str> {
+    verify_payload(p, false).map_err(|_| "DUMP payload version or checksum are wrong")?;
+    // Reads up to the footer; as in Redis, a library may run into it.
+    let mut r = read::Reader::new(p);
+    let mut codes = Vec::new();
+    while p.len() - r.pos > 10 {
+        let op = r.byte().map_err(|_| "can not read data type")?;
+        if op != consts::OPCODE_FUNCTION2 && op != consts::OPCODE_FUNCTION_PRE_GA {
+            return Err("given type is not a function");
+        }
+        codes.push(dataset::function_code(&mut r, op).map_err(|(_, why)| why)?);
+    }
+    Ok(codes)
 }
