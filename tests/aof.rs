@@ -93,10 +93,17 @@ fn try_start(bin: &str, dir: &Path, extra: &[&str]) -> Result<Srv, i32> {
                 dir: dir.to_path_buf(),
             };
             // Redis answers LOADING while it loads: wait for the dataset.
+            // (It may also give up loading and exit.)
+            let mut srv = srv;
             let mut c = srv.conn();
             while Instant::now() < deadline {
                 if redis::cmd("PING").query::<String>(&mut c).is_ok() {
                     return Ok(srv);
+                }
+                if let Ok(Some(st)) = srv.child.try_wait() {
+                    let code = st.code().unwrap_or(-1);
+                    std::mem::forget(srv);
+                    return Err(code);
                 }
                 std::thread::sleep(Duration::from_millis(20));
             }
@@ -241,6 +248,7 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 const NO_PREAMBLE: &[&str] = &["--appendonly", "yes", "--aof-use-rdb-preamble", "no"];
+const PREAMBLE: &[&str] = &["--appendonly", "yes", "--aof-use-rdb-preamble", "yes"];
 
 /// Every type, absolute expiries, a script, a function, a transaction,
 /// several databases, deletions and counters: the same on both servers.
@@ -312,14 +320,19 @@ fn functions(s: &Srv, c: &mut redis::Connection) -> Value {
 /// and a restart again.
 #[test]
 fn restart_brings_everything_back() {
+    restart_with(NO_PREAMBLE, "aof");
+    restart_with(PREAMBLE, "rdb");
+}
+
+fn restart_with(cfg: &[&str], base_ext: &str) {
     let dir = tmpdir("restart");
-    let s = start(OXIDIS, &dir, NO_PREAMBLE);
+    let s = start(OXIDIS, &dir, cfg);
     let mut c = s.conn();
     workload(&s, &mut c);
     let digest = s.digest(&mut c);
     let funcs = functions(&s, &mut c);
     s.kill9();
-    let s = start(OXIDIS, &dir, NO_PREAMBLE);
+    let s = start(OXIDIS, &dir, cfg);
     let mut c = s.conn();
     assert_eq!(s.digest(&mut c), digest);
     assert_eq!(functions(&s, &mut c), funcs);
@@ -335,9 +348,9 @@ fn restart_brings_everything_back() {
     s.stop();
     assert_eq!(
         manifest(&dir),
-        "file appendonly.aof.2.base.aof seq 2 type b\nfile appendonly.aof.2.incr.aof seq 2 type i\n"
+        format!("file appendonly.aof.2.base.{base_ext} seq 2 type b\nfile appendonly.aof.2.incr.aof seq 2 type i\n")
     );
-    let s = start(OXIDIS, &dir, NO_PREAMBLE);
+    let s = start(OXIDIS, &dir, cfg);
     let mut c = s.conn();
     assert_eq!(s.digest(&mut c), digest);
     assert_eq!(functions(&s, &mut c), funcs);
@@ -354,10 +367,15 @@ fn redis_and_oxidis_load_each_others_aof() {
         return;
     }
     for (writer, reader) in [(OXIDIS, REDIS), (REDIS, OXIDIS)] {
-        for rewrite in [false, true] {
+        for (rewrite, cfg) in [
+            (false, NO_PREAMBLE),
+            (true, NO_PREAMBLE),
+            (false, PREAMBLE),
+            (true, PREAMBLE),
+        ] {
             let a = tmpdir("xw");
             let b = tmpdir("xr");
-            let s = start(writer, &a, NO_PREAMBLE);
+            let s = start(writer, &a, cfg);
             let mut c = s.conn();
             workload(&s, &mut c);
             if rewrite {
@@ -369,11 +387,11 @@ fn redis_and_oxidis_load_each_others_aof() {
             let funcs = functions(&s, &mut c);
             s.stop();
             copy_dir(&a, &b);
-            let r = start(reader, &b, NO_PREAMBLE);
+            let r = start(reader, &b, cfg);
             let mut c = r.conn();
             let got = r.keys(&mut c);
             for (x, y) in keys.iter().zip(&got) {
-                assert_eq!(x, y, "{writer} -> {reader}, rewrite {rewrite}");
+                assert_eq!(x, y, "{writer} -> {reader}, rewrite {rewrite}, {cfg:?}");
             }
             assert_eq!(keys.len(), got.len());
             assert_eq!(functions(&r, &mut c), funcs);
@@ -437,6 +455,11 @@ fn file_names_and_manifest_match_redis() {
             &["CONFIG", "SET", "appendonly", "yes"],
             &["SET", "b", "2"],
         ],
+    );
+    // The default base is an RDB file.
+    same_files_as_redis(
+        &["--appendonly", "yes"],
+        &[&["SET", "a", "1"], &["BGREWRITEAOF"], &["SET", "b", "2"]],
     );
     // History files kept with aof-disable-auto-gc.
     same_files_as_redis(
@@ -769,14 +792,7 @@ fn crash_trial(dir: &Path, seed: u64) {
     s.kill9();
 }
 
-const CRASH_ARGS: &[&str] = &[
-    "--appendonly",
-    "yes",
-    "--appendfsync",
-    "always",
-    "--aof-use-rdb-preamble",
-    "no",
-];
+const CRASH_ARGS: &[&str] = &["--appendonly", "yes", "--appendfsync", "always"];
 
 fn crash_trials(n: u64) {
     let dir = tmpdir("crash");

@@ -291,7 +291,8 @@ fn load_single(srv: &mut Server, name: &str) -> Loaded {
         } else {
             "Reading RDB base file on AOF loading..."
         });
-        match crate::persist::rdb::load_dataset(srv, &data) {
+        let opts = crate::persist::rdb::LoadOptions { aof_preamble: true };
+        match crate::persist::rdb::load_dataset_with(srv, &data, &opts) {
             Ok(info) => {
                 pos = info.consumed;
                 if old_style {

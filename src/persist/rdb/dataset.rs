@@ -256,6 +256,7 @@ pub fn load_dataset_with(
         let t = r.byte().map_err(|b| bad_at(b, at))?;
         let step: Result<(), Bad> = (|| {
             match t {
+                OPCODE_EOF => {}
                 OPCODE_EXPIRETIME => {
                     let s = i32::from_le_bytes(r.take(4)?.try_into().unwrap_or_default());
                     expire = Some(s as i64 * 1000);
