@@ -279,9 +279,7 @@ fn flush<'a, S: AsyncWrite + Unpin>(
         loop {
             // What the round's commands appended to the AOF reaches the
             // file (and the disk with `appendfsync always`) before any reply.
-            if let Ok(mut s) = srv.try_borrow_mut() {
-                crate::persist::aof::before_reply(&mut s);
-            }
+            crate::persist::aof::before_reply(srv).await;
             {
                 let mut c = cell.state.borrow_mut();
                 if c.reply.buf.is_empty() {

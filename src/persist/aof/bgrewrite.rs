@@ -63,7 +63,7 @@ pub fn cron(srv: &mut Server) {
         srv.aof.last_retry = now;
         super::writer::flush(srv, false);
     }
-    super::writer::before_reply(srv);
+    super::writer::flush(srv, false);
 }
 
 /// `auto-aof-rewrite-percentage` / `-min-size`: the AOF grew by that much

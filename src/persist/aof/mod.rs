@@ -3,6 +3,7 @@
 //! - `feed`: the buffer propagation appends every command to.
 //! - `writer`: the buffer to the incr file before replies go out
 //!   (`appendfsync always|everysec|no`), write errors and their recovery.
+//! - `group`: one fsync per event-loop round with `appendfsync always`.
 //! - `bio`: the background fsync thread.
 //! - `manifest`: the manifest's format and atomic update.
 //! - `rewrite`: a base file (RDB preamble, or commands as Redis's
@@ -14,6 +15,7 @@
 mod bgrewrite;
 mod bio;
 pub mod feed;
+mod group;
 pub mod load;
 pub mod manifest;
 pub mod rewrite;
@@ -25,9 +27,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 pub use bgrewrite::{bgrewriteaof_command, config_changed, cron, rewrite_done};
+pub use group::before_reply;
 pub use load::{debug_loadaof, load_at_startup};
 pub use status::{buffer_len, info, write_denied};
-pub use writer::{before_reply, shutdown};
+pub use writer::shutdown;
 
 use manifest::Manifest;
 
@@ -94,6 +97,8 @@ pub struct Aof {
     pub rewrite_failures: u64,
     /// The running rewrite, if any.
     child: Option<bgrewrite::Child>,
+    /// The `appendfsync always` sync task, once started.
+    group: Option<group::Group>,
     /// Unix seconds of the last retry of a failed write (once a second).
     last_retry: i64,
     /// The automatic rewrite's back-off after failures (`aofRewriteLimited`).
@@ -129,6 +134,7 @@ impl Default for Aof {
             rewrites: 0,
             rewrite_failures: 0,
             child: None,
+            group: None,
             last_retry: 0,
             next_delay_minutes: 0,
             next_rewrite_time: 0,

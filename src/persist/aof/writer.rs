@@ -14,28 +14,32 @@ const KEEP_BUFFER: usize = 64 * 1024;
 /// ENOSPC, what Redis records for a short write.
 const ENOSPC: i32 = 28;
 
-/// Called before replies are written (the connection loop's flush, the
-/// cron): what the round's commands appended reaches the file first, and
-/// with `appendfsync always` the disk. One call covers every client whose
-/// commands ran since the last one, so one fsync serves the whole round.
-#[inline]
-pub fn before_reply(srv: &mut Server) {
-    if srv.aof.state == State::Off {
-        return;
+/// True when bytes appended, or written but not fsynced, wait for the
+/// disk under `appendfsync always` (and the next flush would sync them).
+pub(super) fn unsynced(srv: &Server) -> bool {
+    let aof = &srv.aof;
+    if aof.file.is_none() {
+        return false;
     }
-    flush(srv, false);
+    let buffered = srv.prop.aof.as_ref().is_some_and(|s| !s.buf.is_empty());
+    let lag = aof.last_incr_fsync_offset != aof.last_incr_size;
+    buffered || (lag && !skip_fsync(srv))
+}
+
+/// `no-appendfsync-on-rewrite yes` while a child runs.
+fn skip_fsync(srv: &Server) -> bool {
+    srv.persist.child.active() && srv.config.get("no-appendfsync-on-rewrite") == Some("yes")
 }
 
 /// Writes the buffer (`force`: even while a background fsync runs).
 pub fn flush(srv: &mut Server, force: bool) {
-    let no_fsync_on_rewrite = srv.config.get("no-appendfsync-on-rewrite") == Some("yes");
-    let child = srv.persist.child.active();
+    let skip = skip_fsync(srv);
     let mut empty = Vec::new();
     let buf = match srv.prop.aof.as_mut() {
         Some(sink) => &mut sink.buf,
         None => &mut empty,
     };
-    srv.aof.flush_buf(buf, force, child && no_fsync_on_rewrite);
+    srv.aof.flush_buf(buf, force, skip);
 }
 
 /// At shutdown (Redis's `prepareForShutdown`): a running rewrite is
