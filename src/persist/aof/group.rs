@@ -23,6 +23,9 @@ pub struct Group {
 /// requests (Redis's beforeSleep after the epoll batch), so one fsync
 /// serves them all.
 pub async fn before_reply(srv: &Rc<RefCell<Server>>) {
+    // The bytes this reply depends on: everything appended so far. Commands
+    // other clients run meanwhile append more, which a later round covers.
+    let mut target = None;
     loop {
         let round = {
             let Ok(mut s) = srv.try_borrow_mut() else {
@@ -31,8 +34,12 @@ pub async fn before_reply(srv: &Rc<RefCell<Server>>) {
             if s.aof.state == State::Off {
                 return;
             }
-            if s.aof.fsync != Fsync::Always || !super::writer::unsynced(&s) {
+            if s.aof.fsync != Fsync::Always || super::writer::skip_fsync(&s) {
                 super::writer::flush(&mut s, false);
+                return;
+            }
+            let t = *target.get_or_insert_with(|| super::writer::appended_total(&s));
+            if s.aof.synced_total >= t {
                 return;
             }
             let g = s.aof.group.get_or_insert_with(|| start(srv));

@@ -97,6 +97,10 @@ pub struct Aof {
     pub rewrite_failures: u64,
     /// The running rewrite, if any.
     child: Option<bgrewrite::Child>,
+    /// Bytes ever written to incr files, and how many of them an
+    /// `appendfsync always` fsync covered (replies wait on these).
+    written_total: u64,
+    synced_total: u64,
     /// The `appendfsync always` sync task, once started.
     group: Option<group::Group>,
     /// Unix seconds of the last retry of a failed write (once a second).
@@ -134,6 +138,8 @@ impl Default for Aof {
             rewrites: 0,
             rewrite_failures: 0,
             child: None,
+            written_total: 0,
+            synced_total: 0,
             group: None,
             last_retry: 0,
             next_delay_minutes: 0,

@@ -14,20 +14,13 @@ const KEEP_BUFFER: usize = 64 * 1024;
 /// ENOSPC, what Redis records for a short write.
 const ENOSPC: i32 = 28;
 
-/// True when bytes appended, or written but not fsynced, wait for the
-/// disk under `appendfsync always` (and the next flush would sync them).
-pub(super) fn unsynced(srv: &Server) -> bool {
-    let aof = &srv.aof;
-    if aof.file.is_none() {
-        return false;
-    }
-    let buffered = srv.prop.aof.as_ref().is_some_and(|s| !s.buf.is_empty());
-    let lag = aof.last_incr_fsync_offset != aof.last_incr_size;
-    buffered || (lag && !skip_fsync(srv))
+/// Bytes ever appended to the AOF: written ones plus the buffer.
+pub(super) fn appended_total(srv: &Server) -> u64 {
+    srv.aof.written_total + srv.prop.aof.as_ref().map_or(0, |s| s.buf.len() as u64)
 }
 
 /// `no-appendfsync-on-rewrite yes` while a child runs.
-fn skip_fsync(srv: &Server) -> bool {
+pub(super) fn skip_fsync(srv: &Server) -> bool {
     srv.persist.child.active() && srv.config.get("no-appendfsync-on-rewrite") == Some("yes")
 }
 
@@ -133,6 +126,7 @@ impl Aof {
         }
         self.current_size += written as u64;
         self.last_incr_size += written as u64;
+        self.written_total += written as u64;
         buf.clear();
         if buf.capacity() > KEEP_BUFFER {
             *buf = Vec::new();
@@ -193,6 +187,7 @@ impl Aof {
         if written > 0 {
             self.current_size += written as u64;
             self.last_incr_size += written as u64;
+            self.written_total += written as u64;
             buf.drain(..written);
         }
     }
@@ -205,6 +200,7 @@ impl Aof {
                     std::process::exit(1);
                 }
                 self.last_incr_fsync_offset = self.last_incr_size;
+                self.synced_total = self.written_total;
                 self.last_fsync = now;
             }
             Fsync::Everysec if now > self.last_fsync => {
