@@ -54,6 +54,10 @@ pub static RULES: &[(&str, Rule)] = &[
     ("move", Verbatim),
     ("swapdb", Verbatim),
     (
+        "restore",
+        Rewritten("a relative ttl as RESTORE key abs-ms payload ... ABSTTL; DEL key when the ttl is past and REPLACE removed a key"),
+    ),
+    (
         "flushdb",
         Rewritten("as it came, even when nothing was flushed"),
     ),

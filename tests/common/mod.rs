@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod case;
+pub mod inproc;
 pub mod real_redis;
 
 use std::io::{Read, Write};

@@ -1,6 +1,8 @@
 //! Keyspace commands: lookups and deletion here; expiry in `expire`, moving
-//! keys between names and databases in `moves`, OBJECT in `object`.
+//! keys between names and databases in `moves`, OBJECT in `object`, DUMP and
+//! RESTORE in `dump`.
 
+mod dump;
 mod expire;
 pub(crate) mod moves;
 mod object;
@@ -64,6 +66,8 @@ pub static SPECS: &[CommandSpec] = &[
     CommandSpec::new("pttl", 2, READONLY | FAST, (1, 1, 1), expire::pttl),
     CommandSpec::new("persist", 2, WRITE | FAST, (1, 1, 1), expire::persist),
     CommandSpec::container("object", -2, object::SUBCOMMANDS),
+    CommandSpec::new("dump", 2, READONLY, (1, 1, 1), dump::dump),
+    CommandSpec::new("restore", -4, WRITE | DENYOOM, (1, 1, 1), dump::restore),
 ];
 
 /// ```text

@@ -7,7 +7,7 @@ use super::read::{Bad, Limits, Reader};
 use super::write::Encoder;
 use super::{LoadError, LoadInfo, CRC64};
 use crate::clock;
-use crate::db::{Db, Entry, LFU_INIT_VAL};
+use crate::db::Db;
 use crate::log;
 use crate::script::function::Functions;
 use crate::server::Server;
@@ -174,7 +174,7 @@ pub(super) fn function_code(r: &mut Reader, op: u8) -> Result<Vec<u8>, (Bad, &'s
         .map_err(|b| (b, "Failed loading engine name"))?
         .into_owned();
     let has_desc = r
-        .len()
+        .length()
         .map_err(|b| (b, "Failed loading library description indicator"))?;
     if has_desc != 0 {
         r.string()
@@ -245,8 +245,6 @@ pub fn load_dataset_with(
     let mut r = Reader::new(data);
     r.pos = 9;
     let now_ms = clock::now_ms();
-    let now_secs = (now_ms / 1000) as u32;
-    let lfu_now = ((now_ms / 60_000) & 0xffff) as u32;
     let mut db = 0usize;
     let (mut expire, mut idle, mut freq): (Option<i64>, Option<u64>, Option<u8>) =
         (None, None, None);
@@ -267,9 +265,9 @@ pub fn load_dataset_with(
                     ));
                 }
                 OPCODE_FREQ => freq = Some(r.byte()?),
-                OPCODE_IDLE => idle = Some(r.len()?),
+                OPCODE_IDLE => idle = Some(r.length()?),
                 OPCODE_SELECTDB => {
-                    let id = r.len()?;
+                    let id = r.length()?;
                     if id >= ndbs as u64 {
                         return Err(Bad::Unsupported(format!(
                             "FATAL: Data file was created with a Redis server configured to handle more than {ndbs} databases. Exiting"
@@ -278,13 +276,13 @@ pub fn load_dataset_with(
                     db = id as usize;
                 }
                 OPCODE_RESIZEDB => {
-                    r.len()?;
-                    r.len()?;
+                    r.length()?;
+                    r.length()?;
                 }
                 OPCODE_SLOT_INFO => {
-                    r.len()?;
-                    r.len()?;
-                    r.len()?;
+                    r.length()?;
+                    r.length()?;
+                    r.length()?;
                 }
                 OPCODE_AUX => {
                     let k = r.string()?;
@@ -292,7 +290,7 @@ pub fn load_dataset_with(
                     log_aux(&k, &v);
                 }
                 OPCODE_MODULE_AUX => {
-                    let id = r.len()?;
+                    let id = r.length()?;
                     return Err(Bad::Unsupported(format!(
                         "The RDB file contains AUX module data I can't load: no matching module '{}' (module id {id})",
                         super::read::module_type_name(id)
@@ -329,20 +327,7 @@ pub fn load_dataset_with(
                         info.expired_skipped += 1;
                         return Ok(());
                     }
-                    let mut entry = Entry {
-                        val,
-                        lru: now_secs,
-                        lfu: lfu_now << 8 | LFU_INIT_VAL,
-                    };
-                    // Redis's objectSetLRUOrLFU: the counter under an LFU
-                    // policy, otherwise the idle time.
-                    if lfu_policy {
-                        if let Some(f) = f {
-                            entry.lfu = lfu_now << 8 | f as u32;
-                        }
-                    } else if let Some(i) = i {
-                        entry.lru = now_secs.saturating_sub(i.min(u32::MAX as u64) as u32);
-                    }
+                    let entry = super::loaded_entry(val, lfu_policy, f, i, now_ms);
                     if !dbs[db].add_loaded(&key, entry, ex) {
                         return Err(Bad::Unsupported(format!(
                             "RDB has duplicated key '{}' in DB {db}",

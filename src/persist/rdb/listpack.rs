@@ -12,6 +12,10 @@ use crate::types::number::parse_i64;
 pub const HEADER: usize = 6;
 const EOF: u8 = 0xFF;
 
+/// A listpack that does not hold together (bad header, entry or terminator).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Malformed;
+
 /// One decoded element: listpacks and ziplists store integers natively.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Elem<'a> {
@@ -32,7 +36,7 @@ impl<'a> Elem<'a> {
         }
     }
 
-    pub fn len(&self) -> usize {
+    pub fn byte_len(&self) -> usize {
         match *self {
             Elem::Int(v) => itoa::Buffer::new().format(v).len(),
             Elem::Str(s) => s.len(),
@@ -134,7 +138,7 @@ pub fn finish(out: &mut Vec<u8>, count: usize) {
 }
 
 /// The entries of a listpack, checked as they are read: each entry lies
-/// inside the buffer and its backlen matches. Yields `Err(())` once on a
+/// inside the buffer and its backlen matches. Yields `Err(Malformed)` once on a
 /// malformed entry.
 pub struct Iter<'a> {
     lp: &'a [u8],
@@ -146,13 +150,13 @@ pub struct Iter<'a> {
 }
 
 /// Opens a listpack: checks the header's total size and the terminator.
-pub fn iter(lp: &[u8]) -> Result<Iter<'_>, ()> {
+pub fn iter(lp: &[u8]) -> Result<Iter<'_>, Malformed> {
     if lp.len() < HEADER + 1 {
-        return Err(());
+        return Err(Malformed);
     }
     let total = u32::from_le_bytes([lp[0], lp[1], lp[2], lp[3]]) as usize;
     if total != lp.len() || lp[lp.len() - 1] != EOF {
-        return Err(());
+        return Err(Malformed);
     }
     Ok(Iter {
         lp,
@@ -226,7 +230,7 @@ impl<'a> Iter<'a> {
 }
 
 impl<'a> Iterator for Iter<'a> {
-    type Item = Result<Elem<'a>, ()>;
+    type Item = Result<Elem<'a>, Malformed>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.done {
@@ -236,7 +240,7 @@ impl<'a> Iterator for Iter<'a> {
             self.done = true;
             let ok = self.pos == self.lp.len() - 1
                 && (self.declared == 65535 || self.declared == self.seen);
-            return if ok { None } else { Some(Err(())) };
+            return if ok { None } else { Some(Err(Malformed)) };
         }
         match self.entry() {
             Some(e) => {
@@ -245,14 +249,14 @@ impl<'a> Iterator for Iter<'a> {
             }
             None => {
                 self.done = true;
-                Some(Err(()))
+                Some(Err(Malformed))
             }
         }
     }
 }
 
 /// Every element of a listpack, or `Err` when it is malformed.
-pub fn collect(lp: &[u8]) -> Result<Vec<Elem<'_>>, ()> {
+pub fn collect(lp: &[u8]) -> Result<Vec<Elem<'_>>, Malformed> {
     let it = iter(lp)?;
     let mut v = Vec::with_capacity(it.declared.min(4096));
     for e in it {

@@ -30,7 +30,7 @@ struct Table {
 }
 
 thread_local! {
-    static TABLE: RefCell<Table> = RefCell::new(Table { slots: Vec::new(), generation: 0 });
+    static TABLE: RefCell<Table> = const { RefCell::new(Table { slots: Vec::new(), generation: 0 }) };
 }
 
 #[inline]

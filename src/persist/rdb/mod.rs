@@ -15,7 +15,7 @@ pub mod read;
 pub mod write;
 pub mod ziplist;
 
-use crate::db::Value;
+use crate::db::{Entry, Value, LFU_INIT_VAL};
 
 pub use dataset::{
     load_dataset, load_dataset_with, write_dataset, write_dataset_with, LoadOptions, SaveOptions,
@@ -40,6 +40,33 @@ pub struct LoadInfo {
     pub expires: u64,
     /// Keys skipped because their time had passed.
     pub expired_skipped: u64,
+}
+
+/// A loaded value's entry with Redis's `objectSetLRUOrLFU`: under an LFU
+/// policy the counter `freq` when given, otherwise the idle time `idle_secs`
+/// when given; else a fresh access at `now_ms`.
+pub fn loaded_entry(
+    val: Value,
+    lfu_policy: bool,
+    freq: Option<u8>,
+    idle_secs: Option<u64>,
+    now_ms: i64,
+) -> Entry {
+    let now_secs = (now_ms / 1000) as u32;
+    let minutes = ((now_ms / 60_000) & 0xffff) as u32;
+    let mut entry = Entry {
+        val,
+        lru: now_secs,
+        lfu: minutes << 8 | LFU_INIT_VAL,
+    };
+    if lfu_policy {
+        if let Some(f) = freq {
+            entry.lfu = minutes << 8 | f as u32;
+        }
+    } else if let Some(i) = idle_secs {
+        entry.lru = now_secs.saturating_sub(i.min(u32::MAX as u64) as u32);
+    }
+    entry
 }
 
 /// Why a load failed: `message` is the text Redis logs for the same case.

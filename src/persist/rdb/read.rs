@@ -134,7 +134,7 @@ impl<'a> Reader<'a> {
     }
 
     /// `rdbLoadLen`.
-    pub fn len(&mut self) -> Result<u64, Bad> {
+    pub fn length(&mut self) -> Result<u64, Bad> {
         match self.len_or_enc()? {
             (n, false) => Ok(n),
             _ => corrupt("Unexpected string encoding where a length was expected"),
@@ -144,7 +144,7 @@ impl<'a> Reader<'a> {
     /// A count of items that each take at least `min_bytes`: bounded by the
     /// bytes left, so that a forged count cannot make us allocate.
     fn count(&mut self, min_bytes: usize) -> Result<usize, Bad> {
-        let n = self.len()?;
+        let n = self.length()?;
         if n > (self.left() / min_bytes.max(1)) as u64 {
             return Err(Bad::Eof);
         }
@@ -178,8 +178,8 @@ impl<'a> Reader<'a> {
     }
 
     fn lzf_body(&mut self) -> Result<Vec<u8>, Bad> {
-        let clen = self.len()?;
-        let ulen = self.len()?;
+        let clen = self.length()?;
+        let ulen = self.length()?;
         let c = self.take(usize::try_from(clen).map_err(|_| Bad::Eof)?)?;
         let ulen = usize::try_from(ulen).map_err(|_| Bad::Eof)?;
         lzf::decompress(c, ulen).ok_or_else(|| Bad::Corrupt("Invalid LZF compressed string".into()))
@@ -253,7 +253,7 @@ impl<'a> Reader<'a> {
             TYPE_ZSET_ZIPLIST | TYPE_ZSET_LISTPACK => {
                 let blob = self.string()?;
                 let items = if t == TYPE_ZSET_ZIPLIST {
-                    ziplist::read(&blob).ok_or(())
+                    ziplist::read(&blob).ok_or(listpack::Malformed)
                 } else {
                     listpack::collect(&blob)
                 };
@@ -283,7 +283,7 @@ impl<'a> Reader<'a> {
                 let what = if t == TYPE_HASH_ZIPLIST { "ziplist" } else { "listpack" };
                 let bad = || Bad::Corrupt(format!("Hash {what} integrity check failed."));
                 let items = if t == TYPE_HASH_ZIPLIST {
-                    ziplist::read(&blob).ok_or(())
+                    ziplist::read(&blob).ok_or(listpack::Malformed)
                 } else {
                     listpack::collect(&blob)
                 };
@@ -304,7 +304,7 @@ impl<'a> Reader<'a> {
                 ))
             }
             TYPE_MODULE_PRE_GA | TYPE_MODULE_2 => {
-                let id = self.len()?;
+                let id = self.length()?;
                 return Err(Bad::Unsupported(format!(
                     "The RDB file contains module data I can't load: no matching module type '{}' (module id {id})",
                     module_type_name(id)
@@ -324,7 +324,7 @@ impl<'a> Reader<'a> {
         let mut l = List::new();
         let mut tmp = itoa::Buffer::new();
         for _ in 0..n {
-            let container = if v2 { self.len()? } else { QUICKLIST_PACKED };
+            let container = if v2 { self.length()? } else { QUICKLIST_PACKED };
             if container != QUICKLIST_PACKED && container != QUICKLIST_PLAIN {
                 return corrupt("Quicklist integrity check failed.");
             }
@@ -567,7 +567,7 @@ fn packed_hash(items: &[Elem], dup_why: &str) -> Result<Hash, Bad> {
     if items.is_empty() {
         return Err(Bad::EmptyKey);
     }
-    let mut buf = Vec::with_capacity(items.iter().map(|e| e.len() + 2).sum());
+    let mut buf = Vec::with_capacity(items.iter().map(|e| e.byte_len() + 2).sum());
     let mut tmp = itoa::Buffer::new();
     let mut fields: Vec<Vec<u8>> = Vec::new();
     let mut strs: Vec<&[u8]> = Vec::with_capacity(items.len() / 2);
@@ -641,4 +641,118 @@ fn packed_zset(items: &[Elem], lim: &Limits) -> Result<ZSet, Bad> {
         "Duplicate zset fields detected",
     )?;
     Ok(z)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::persist::rdb::write::Encoder;
+    use crate::persist::rdb::ziplist::build;
+
+    fn lim() -> Limits {
+        Limits::from_config(&crate::config::Config::default())
+    }
+
+    /// The value of RDB type `t` whose body is `blob` as one RDB string.
+    fn load_blob(t: u8, blob: &[u8]) -> Result<Value, Bad> {
+        let mut e = Encoder::new(false);
+        e.string(blob);
+        Reader::new(&e.buf).object(t, &lim())
+    }
+
+    fn items(v: &Value) -> Vec<Vec<u8>> {
+        match v {
+            Value::List(l) => l.iter().map(|x| x.to_vec()).collect(),
+            Value::Hash(h) => h
+                .iter()
+                .flat_map(|(f, v)| [f.to_vec(), v.to_vec()])
+                .collect(),
+            Value::ZSet(z) => z
+                .iter()
+                .flat_map(|(m, s)| [m.to_vec(), s.to_string().into_bytes()])
+                .collect(),
+            _ => panic!("not a collection"),
+        }
+    }
+
+    fn strs(v: &[&str]) -> Vec<Vec<u8>> {
+        v.iter().map(|s| s.as_bytes().to_vec()).collect()
+    }
+
+    /// Encodings Redis 7.0 no longer writes, built from ziplist.c/zipmap.c's layouts.
+    #[test]
+    fn old_encodings_load() {
+        let zl = build::ziplist(&[b"a", b"12", b"-7", b"hello"]);
+        let v = load_blob(TYPE_LIST_ZIPLIST, &zl).unwrap();
+        assert_eq!(items(&v), strs(&["a", "12", "-7", "hello"]));
+        let v = load_blob(TYPE_HASH_ZIPLIST, &zl).unwrap();
+        assert_eq!(v.encoding(), "listpack");
+        assert_eq!(items(&v), strs(&["a", "12", "-7", "hello"]));
+        let zs = build::ziplist(&[b"m1", b"2.5", b"m2", b"3"]);
+        let v = load_blob(TYPE_ZSET_ZIPLIST, &zs).unwrap();
+        assert_eq!(items(&v), strs(&["m1", "2.5", "m2", "3"]));
+        let zm = build::zipmap(&[(b"f", b"v"), (b"g", b"w")], 2);
+        let v = load_blob(TYPE_HASH_ZIPMAP, &zm).unwrap();
+        assert_eq!(items(&v), strs(&["f", "v", "g", "w"]));
+        // Quicklist v1: a node count, then each node a ziplist.
+        let mut e = Encoder::new(false);
+        e.len(2);
+        e.string(&build::ziplist(&[b"x", b"1"]));
+        e.string(&build::ziplist(&[b"y"]));
+        let v = Reader::new(&e.buf)
+            .object(TYPE_LIST_QUICKLIST, &lim())
+            .unwrap();
+        assert_eq!(items(&v), strs(&["x", "1", "y"]));
+        // Old plain types: a list of strings, a zset with text scores.
+        let mut e = Encoder::new(false);
+        e.len(2);
+        e.string(b"p");
+        e.string(b"q");
+        let v = Reader::new(&e.buf).object(TYPE_LIST, &lim()).unwrap();
+        assert_eq!(items(&v), strs(&["p", "q"]));
+        let mut e = Encoder::new(false);
+        e.len(2);
+        e.string(b"a");
+        e.byte(3);
+        e.buf.extend_from_slice(b"1.5");
+        e.string(b"b");
+        e.byte(254); // +inf
+        let v = Reader::new(&e.buf).object(TYPE_ZSET, &lim()).unwrap();
+        assert_eq!(items(&v), strs(&["a", "1.5", "b", "inf"]));
+    }
+
+    #[test]
+    fn malformed_values_are_errors() {
+        let zl = build::ziplist(&[b"a", b"b"]);
+        assert!(matches!(
+            load_blob(TYPE_LIST_ZIPLIST, &zl[..zl.len() - 1]),
+            Err(Bad::Corrupt(_))
+        ));
+        let dup = build::ziplist(&[b"f", b"1", b"f", b"2"]);
+        assert!(matches!(
+            load_blob(TYPE_HASH_ZIPLIST, &dup),
+            Err(Bad::Corrupt(_))
+        ));
+        assert_eq!(
+            load_blob(TYPE_LIST_ZIPLIST, &build::ziplist(&[])).err(),
+            Some(Bad::EmptyKey)
+        );
+        // A count larger than the bytes left is a short read, not an allocation.
+        let mut e = Encoder::new(false);
+        e.len(1 << 40);
+        assert_eq!(
+            Reader::new(&e.buf).object(TYPE_SET, &lim()).err(),
+            Some(Bad::Eof)
+        );
+        assert!(matches!(
+            Reader::new(&[0x80, 0x12]).object(TYPE_MODULE_2, &lim()),
+            Err(Bad::Eof)
+        ));
+        let mut e = Encoder::new(false);
+        e.len(0x1234_5678 << 10);
+        match Reader::new(&e.buf).object(TYPE_MODULE_2, &lim()).err() {
+            Some(Bad::Unsupported(m)) => assert!(m.contains("module id"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+    }
 }
