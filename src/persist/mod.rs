@@ -61,11 +61,7 @@ pub fn load_at_startup(srv: &mut Server) -> Result<(), String> {
     if aof::load_at_startup(srv).map_err(|_| "the append only file could not be loaded")? {
         return Ok(());
     }
-    snapshot::load(srv).map_err(|e| {
-        let text = format!("Fatal error loading the DB: {e}. Exiting.");
-        log::warning(&text);
-        text
-    })
+    snapshot::load(srv).inspect_err(|text| log::warning(text))
 }
 
 /// Writes are refused because persisting failed (Redis's

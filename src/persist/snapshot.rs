@@ -289,19 +289,25 @@ pub fn cron(srv: &mut Server) {
 }
 
 /// Loads `dir`/`dbfilename` if it exists (Redis's `loadDataFromDisk` for
-/// RDB). Err with the text to log before exiting when the file is there
-/// but cannot be loaded.
+/// RDB). Err with the line Redis logs last before exiting when the file is
+/// there but cannot be read or loaded (the codec logged the details).
 pub fn load(srv: &mut Server) -> Result<(), String> {
     let path = rdb_path(srv);
     let data = match std::fs::read(&path) {
         Ok(d) => d,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(crate::config::os_error(&e)),
+        Err(e) => {
+            return Err(format!(
+                "Fatal error loading the DB: {}. Exiting.",
+                crate::config::os_error(&e)
+            ))
+        }
     };
     let start = Instant::now();
-    let info = super::rdb::load_dataset(srv, &data).map_err(|e| e.message)?;
+    let info = super::rdb::load_dataset(srv, &data)
+        .map_err(|_| "Terminating server after rdb file reading failure.".to_string())?;
     srv.persist.snapshot.last_load_keys = info.keys;
-    srv.persist.snapshot.last_load_expired = info.expires;
+    srv.persist.snapshot.last_load_expired = info.expired_skipped;
     log::notice(&format!(
         "DB loaded from disk: {:.3} seconds",
         start.elapsed().as_secs_f64()
