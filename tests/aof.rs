@@ -202,7 +202,7 @@ fn log_of(dir: &Path) -> String {
 fn messages(log: &str) -> Vec<String> {
     log.lines()
         .filter_map(|l| {
-            let rest = l.splitn(2, ':').nth(1)?;
+            let rest = l.split_once(':')?.1;
             let (_, msg) = rest.split_once(" * ").or_else(|| rest.split_once(" # "))?;
             Some(msg.to_string())
         })
@@ -293,7 +293,7 @@ fn workload(s: &Srv, c: &mut redis::Connection) {
         za.push(format!("{}", i as f64 / 7.0));
         za.push(format!("z{i}"));
         hs.push(format!("f{i}"));
-        hs.push(format!("{}", "v".repeat(i % 70)));
+        hs.push("v".repeat(i % 70));
     }
     for w in [rp, sa, za, hs] {
         let w: Vec<&str> = w.iter().map(String::as_str).collect();
@@ -506,8 +506,7 @@ fn config_set_appendonly_yes_creates_a_base() {
 fn append_to_incr(dir: &Path, bytes: &[u8]) -> PathBuf {
     let name = aof_files(dir)
         .into_iter()
-        .filter(|f| f.contains(".incr."))
-        .last()
+        .rfind(|f| f.contains(".incr."))
         .unwrap();
     let p = dir.join("appendonlydir").join(name);
     std::fs::OpenOptions::new()
