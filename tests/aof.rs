@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 
 use redis::Value;
 
+mod common;
+
 const OXIDIS: &str = env!("CARGO_BIN_EXE_oxidis-server");
 const REDIS: &str = "/usr/bin/redis-server";
 
@@ -19,19 +21,15 @@ fn have_redis() -> bool {
     Path::new(REDIS).exists()
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use common::real_redis::{free_port, temp_dir as tmpdir};
 
-fn tmpdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("oxidis-aof-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// The servers a comparison runs on: redis-server first when installed.
+fn bins() -> &'static [&'static str] {
+    if have_redis() {
+        &[REDIS, OXIDIS]
+    } else {
+        &[OXIDIS]
+    }
 }
 
 /// A server process (Oxidis or Redis) with its own dir and log file.
@@ -526,12 +524,7 @@ fn torn_and_bad_files() {
     let torn = b"*3\r\n$3\r\nSET\r\n$4\r\ntorn\r\n$5\r\nval";
     let bad = b"+garbage\r\n*3\r\n$3\r\nSET\r\n$1\r\nz\r\n$1\r\n1\r\n";
     let mut results = Vec::new();
-    let bins: &[&str] = if have_redis() {
-        &[REDIS, OXIDIS]
-    } else {
-        &[OXIDIS]
-    };
-    for &bin in bins {
+    for &bin in bins() {
         let mut r = Vec::new();
         for (tail, truncated) in [(&torn[..], "yes"), (&torn[..], "no"), (&bad[..], "yes")] {
             let dir = tmpdir("torn");
@@ -597,12 +590,7 @@ fn torn_and_bad_files() {
 fn old_single_file_aof_is_upgraded() {
     let old = b"*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n*3\r\n$3\r\nSET\r\n$3\r\nold\r\n$5\r\nstyle\r\n";
     let mut seen = Vec::new();
-    let bins: &[&str] = if have_redis() {
-        &[REDIS, OXIDIS]
-    } else {
-        &[OXIDIS]
-    };
-    for &bin in bins {
+    for &bin in bins() {
         let dir = tmpdir("upgrade");
         std::fs::write(dir.join("appendonly.aof"), old).unwrap();
         let s = start(bin, &dir, NO_PREAMBLE);
@@ -661,12 +649,7 @@ fn disk_full_refuses_writes_until_space_frees() {
         return;
     }
     let mut results = Vec::new();
-    let bins: &[&str] = if have_redis() {
-        &[REDIS, OXIDIS]
-    } else {
-        &[OXIDIS]
-    };
-    for &bin in bins {
+    for &bin in bins() {
         let d = mnt.join("d");
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
