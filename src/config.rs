@@ -104,6 +104,17 @@ pub static ACTED: &[&str] = &[
     "tracking-table-max-keys",
     "oom-score-adj",
     "oom-score-adj-values",
+    "appendonly",
+    "appendfsync",
+    "appenddirname",
+    "appendfilename",
+    "aof-use-rdb-preamble",
+    "aof-load-truncated",
+    "aof-timestamp-enabled",
+    "aof-disable-auto-gc",
+    "auto-aof-rewrite-percentage",
+    "auto-aof-rewrite-min-size",
+    "no-appendfsync-on-rewrite",
 ];
 
 const LOGLEVELS: &[&str] = &["debug", "verbose", "notice", "warning"];

@@ -335,6 +335,9 @@ fn flush<'a, S: AsyncWrite + Unpin>(
         // What is being written; the client's buffer takes new output meanwhile.
         let outbuf = &mut BytesMut::new();
         loop {
+            // What the round's commands appended to the AOF reaches the
+            // file (and the disk with `appendfsync always`) before any reply.
+            crate::persist::aof::before_reply(srv).await;
             {
                 let mut c = cell.state.borrow_mut();
                 if c.reply.buf.is_empty() {
