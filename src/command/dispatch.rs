@@ -43,6 +43,18 @@ pub fn dispatch(srv: &mut Server, client: &mut Client, args: &Args) {
         Verdict::Reject(cmd, r) => reject(srv, client, cmd, &r),
         Verdict::Postpone => unreachable!("handled above"),
     }
+    // With replies on before the command (the usual case) there is nothing
+    // to drop: a command can turn them off or set SKIP, never `Skipping`.
+    if mode_before != ReplyMode::On {
+        end_reply_mode(client, mode_before, start_len);
+    }
+    crate::server::tracking::after_dispatch(client, args);
+}
+
+/// After a command run with replies off or skipped: drops its reply unless
+/// it turned replies back on, and ends a SKIP.
+#[cold]
+fn end_reply_mode(client: &mut Client, mode_before: ReplyMode, start_len: usize) {
     let drop_reply = match mode_before {
         ReplyMode::Off => client.reply_mode == ReplyMode::Off,
         ReplyMode::SkipThis | ReplyMode::Skipping => client.reply_mode != ReplyMode::On,
@@ -54,7 +66,6 @@ pub fn dispatch(srv: &mut Server, client: &mut Client, args: &Args) {
     if drop_reply {
         crate::server::pubsub::drop_reply_keep_pushes(client, start_len);
     }
-    crate::server::tracking::after_dispatch(client, args);
 }
 
 /// Queues a command inside MULTI and answers `+QUEUED`.

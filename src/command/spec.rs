@@ -48,6 +48,12 @@ pub mod flags {
     /// Refused unless its `enable-*-command` option allows it, before AUTH is
     /// checked (Redis's CMD_PROTECTED).
     pub const PROTECTED: u32 = 1 << 28;
+    /// Runs a script (EVAL, EVALSHA, FCALL and their `_RO` forms): client
+    /// tracking remembers the keys the script reads, not the command's.
+    pub const RUNS_SCRIPT: u32 = 1 << 29;
+    /// Empties databases (FLUSHDB, FLUSHALL): once it succeeds, every
+    /// tracking client is told that everything changed.
+    pub const FLUSHES: u32 = 1 << 30;
 
     /// Flag names in Redis's `COMMAND INFO` order.
     pub const NAMES: &[(u32, &str)] = &[

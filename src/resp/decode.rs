@@ -56,8 +56,6 @@ pub struct Decoder {
     /// The unquoted words of an inline request, back to back.
     words: Vec<u8>,
     inline: bool,
-    /// The last call returned `Command`: the next one starts a new request.
-    returned: bool,
 }
 
 /// Range lists longer than this are not kept for the next request.
@@ -66,32 +64,20 @@ const KEEP_ARGS: usize = 1024;
 impl Decoder {
     /// Parses (or goes on parsing) the request at the start of `buf`.
     pub fn parse(&mut self, buf: &[u8], limits: Limits) -> Parsed {
-        if self.returned {
-            self.start_request();
-        }
+        // No multibulk in progress: a new request starts here (the previous
+        // one's arguments were used after the `Command` that gave them).
         if self.left == 0 {
-            if buf.is_empty() {
-                return Parsed::Incomplete { need: 1 };
-            }
-            if buf[0] != b'*' {
-                return self.parse_inline(buf);
-            }
-            let Some(nl) = self.line_end(buf, 1, b'\r') else {
-                if buf.len() > INLINE_MAX {
-                    return Parsed::Error(ProtocolError::TooBigMbulkCount);
-                }
-                return Parsed::Incomplete {
-                    need: buf.len() + 1,
-                };
+            self.start_request();
+            let (count, nl) = match simple_line(buf, 0, b'*') {
+                Some(line) => line,
+                None => match self.header(buf) {
+                    Ok(line) => line,
+                    Err(p) => return p,
+                },
             };
-            if nl + 1 >= buf.len() {
-                self.scan = nl;
-                return Parsed::Incomplete { need: nl + 2 };
+            if count > i32::MAX as i64 {
+                return Parsed::Error(ProtocolError::InvalidMbulkCount);
             }
-            let count = match parse_i64(&buf[1..nl]) {
-                Some(n) if n <= i32::MAX as i64 => n,
-                _ => return Parsed::Error(ProtocolError::InvalidMbulkCount),
-            };
             if !limits.authenticated && count > UNAUTH_MULTIBULK_MAX {
                 return Parsed::Error(ProtocolError::UnauthMbulkCount);
             }
@@ -105,6 +91,33 @@ impl Decoder {
             self.args.reserve(self.left.min(KEEP_ARGS));
         }
         self.parse_bulks(buf, limits)
+    }
+
+    /// The multibulk header line (`*<count>`) in full generality, or what
+    /// to return instead: incomplete, an error, or an inline request.
+    fn header(&mut self, buf: &[u8]) -> Result<(i64, usize), Parsed> {
+        if buf.is_empty() {
+            return Err(Parsed::Incomplete { need: 1 });
+        }
+        if buf[0] != b'*' {
+            return Err(self.parse_inline(buf));
+        }
+        let Some(nl) = self.line_end(buf, 1, b'\r') else {
+            if buf.len() > INLINE_MAX {
+                return Err(Parsed::Error(ProtocolError::TooBigMbulkCount));
+            }
+            return Err(Parsed::Incomplete {
+                need: buf.len() + 1,
+            });
+        };
+        if nl + 1 >= buf.len() {
+            self.scan = nl;
+            return Err(Parsed::Incomplete { need: nl + 2 });
+        }
+        match parse_i64(&buf[1..nl]) {
+            Some(n) => Ok((n, nl)),
+            None => Err(Parsed::Error(ProtocolError::InvalidMbulkCount)),
+        }
     }
 
     /// The arguments of the request the last `Command` returned, as a buffer
@@ -138,7 +151,6 @@ impl Decoder {
         self.args.clear();
         self.words.clear();
         self.inline = false;
-        self.returned = false;
     }
 
     fn done(&mut self, consumed: usize) -> Parsed {
@@ -146,7 +158,6 @@ impl Decoder {
         self.pos = 0;
         self.scan = 0;
         self.bulk = None;
-        self.returned = true;
         Parsed::Command { consumed }
     }
 
@@ -180,31 +191,38 @@ impl Decoder {
             let len = match bulk {
                 Some(len) => len,
                 None => {
-                    if pos >= buf.len() {
-                        break Some(pos + 1);
-                    }
-                    let nl = match find_stop(buf, scan, b'\r') {
-                        Ok(nl) => nl,
-                        Err(resume) => {
-                            if buf.len() - pos > INLINE_MAX {
-                                return Parsed::Error(ProtocolError::TooBigBulkCount);
+                    let (len, nl) = if let Some(line) = simple_line(buf, pos, b'$') {
+                        line
+                    } else {
+                        if pos >= buf.len() {
+                            break Some(pos + 1);
+                        }
+                        let nl = match find_stop(buf, scan, b'\r') {
+                            Ok(nl) => nl,
+                            Err(resume) => {
+                                if buf.len() - pos > INLINE_MAX {
+                                    return Parsed::Error(ProtocolError::TooBigBulkCount);
+                                }
+                                scan = resume;
+                                break Some(buf.len() + 1);
                             }
-                            scan = resume;
-                            break Some(buf.len() + 1);
+                        };
+                        if nl + 1 >= buf.len() {
+                            // Looked at again once the LF is there.
+                            scan = nl;
+                            break Some(nl + 2);
+                        }
+                        if buf[pos] != b'$' {
+                            return Parsed::Error(ProtocolError::ExpectedDollar(buf[pos]));
+                        }
+                        match parse_i64(&buf[pos + 1..nl]) {
+                            Some(n) => (n, nl),
+                            None => return Parsed::Error(ProtocolError::InvalidBulkLength),
                         }
                     };
-                    if nl + 1 >= buf.len() {
-                        // Looked at again once the LF is there.
-                        scan = nl;
-                        break Some(nl + 2);
+                    if len < 0 || len > limits.max_bulk {
+                        return Parsed::Error(ProtocolError::InvalidBulkLength);
                     }
-                    if buf[pos] != b'$' {
-                        return Parsed::Error(ProtocolError::ExpectedDollar(buf[pos]));
-                    }
-                    let len = match parse_i64(&buf[pos + 1..nl]) {
-                        Some(n) if n >= 0 && n <= limits.max_bulk => n,
-                        _ => return Parsed::Error(ProtocolError::InvalidBulkLength),
-                    };
                     if !limits.authenticated && len > UNAUTH_BULK_MAX {
                         return Parsed::Error(ProtocolError::UnauthBulkLength);
                     }
@@ -253,6 +271,45 @@ impl Decoder {
         self.inline = true;
         self.done(nl + 1)
     }
+}
+
+/// The usual header line, read in one pass: `prefix` at `at`, then 1 to 18
+/// digits without a leading zero (or a lone `0`), then `\r` and at least one
+/// more byte. Gives the number and the `\r`'s offset: exactly what the
+/// general path (find the `\r`, want the byte after it, check the prefix,
+/// `parse_i64` the digits) gives for such a line, since digits hold no `\r`
+/// and no NUL. None for any other shape, which the general path then
+/// decides (incomplete, an error, a sign, more digits).
+#[inline(always)]
+fn simple_line(buf: &[u8], at: usize, prefix: u8) -> Option<(i64, usize)> {
+    if *buf.get(at)? != prefix {
+        return None;
+    }
+    let mut i = at + 1;
+    let mut v = buf.get(i)?.wrapping_sub(b'0') as i64;
+    if v > 9 {
+        return None;
+    }
+    loop {
+        i += 1;
+        let b = *buf.get(i)?;
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            if b != b'\r' {
+                return None;
+            }
+            break;
+        }
+        // A leading zero, or a 19th digit (10^18 < 2^63: no overflow).
+        if v == 0 || i - at > 18 {
+            return None;
+        }
+        v = v * 10 + d as i64;
+    }
+    if i + 1 >= buf.len() {
+        return None;
+    }
+    Some((v, i))
 }
 
 /// The offset of the first `byte` (`\r` or `\n`) at or after `from`, as
@@ -467,6 +524,55 @@ mod tests {
         );
         // Redis wants the whole header line before it looks at its first byte.
         assert!(matches!(parse(b"*1\r\nx3\r"), Parsed::Incomplete { .. }));
+    }
+
+    /// The one-pass header read agrees with the general path wherever it
+    /// answers, and leaves every other shape to it.
+    #[test]
+    fn simple_line_agrees_with_the_general_path() {
+        let lines: &[&[u8]] = &[
+            b"$3\r\n",
+            b"$0\r\n",
+            b"$03\r\n",
+            b"$00\r\n",
+            b"$-1\r\n",
+            b"$+1\r\n",
+            b"$123456789012345678\r\n",
+            b"$1234567890123456789\r\n",
+            b"$3\r",
+            b"$3",
+            b"$",
+            b"$\r\n",
+            b"$3 \r\n",
+            b"$3\0\r\n",
+            b"*2\r\n",
+            b"$9\rx",
+            b"$12\n\r\n",
+        ];
+        for &line in lines {
+            let general = find_stop(line, 0, b'\r')
+                .ok()
+                .filter(|&nl| nl + 1 < line.len() && line[0] == b'$')
+                .and_then(|nl| Some((parse_i64(&line[1..nl])?, nl)));
+            match simple_line(line, 0, b'$') {
+                Some(got) => assert_eq!(Some(got), general, "{line:?}"),
+                // Left only when the general path errs, waits for more, or
+                // reads a sign or a 19th digit.
+                None => assert!(
+                    !matches!(general, Some((n, _)) if (0..1_000_000_000_000_000_000).contains(&n)),
+                    "{line:?} left to the general path: {general:?}"
+                ),
+            }
+        }
+        assert_eq!(simple_line(b"$3\r\n", 0, b'$'), Some((3, 2)));
+        assert_eq!(simple_line(b"xx*12\r\n", 2, b'*'), Some((12, 5)));
+        // The general path still answers what the fast one leaves.
+        assert_eq!(
+            parse(b"*1\r\n$03\r\nabc\r\n"),
+            Parsed::Error(P::InvalidBulkLength)
+        );
+        assert_eq!(parse(b"*01\r\n"), Parsed::Error(P::InvalidMbulkCount));
+        assert_eq!(parse(b"*-1\r\n"), Parsed::Command { consumed: 5 });
     }
 
     #[test]

@@ -151,6 +151,7 @@ pub fn sync_db_mask(srv: &mut Server) {
 }
 
 /// True when some event waits to be published.
+#[inline]
 pub fn pending(srv: &Server) -> bool {
     !srv.events.is_empty() || crate::db::events_pending()
 }
@@ -158,7 +159,17 @@ pub fn pending(srv: &Server) -> bool {
 /// Publishes every pending event: keys the databases expired lazily
 /// (`expired`, which also invalidates client-side caches) and the `new` /
 /// `keymiss` events they recorded, then events queued by [`raise`].
+/// Runs after every command: the common case (nothing pending) is this
+/// inlined test, the work is out of line.
+#[inline]
 pub fn flush(srv: &mut Server, current: &mut Client) {
+    if pending(srv) {
+        flush_pending(srv, current);
+    }
+}
+
+#[inline(never)]
+fn flush_pending(srv: &mut Server, current: &mut Client) {
     // Databases raise a thread-wide flag when they record something, so the
     // common case (nothing expired, no new/keymiss events) skips the scan.
     let db_count = if crate::db::take_events_pending() {

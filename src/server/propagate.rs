@@ -149,12 +149,17 @@ impl Propagation {
         self.selected = None;
     }
 
-    /// Takes taps attached since the last look.
-    #[inline]
+    /// Takes taps attached since the last look. Runs before every
+    /// command: the "anything new?" test is inlined, taking them is not.
+    #[inline(always)]
     fn sync(&mut self) {
-        if self.hub.attached.load(Ordering::Acquire) == self.seen {
-            return;
+        if self.hub.attached.load(Ordering::Acquire) != self.seen {
+            self.take_new_taps();
         }
+    }
+
+    #[inline(never)]
+    fn take_new_taps(&mut self) {
         let new = std::mem::take(&mut *lock(&self.hub.new));
         self.seen += new.len();
         self.taps.extend(new);

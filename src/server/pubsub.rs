@@ -234,10 +234,16 @@ pub fn drop_reply_keep_pushes(c: &mut Client, start: usize) {
 }
 
 /// Delivers output stashed by [`deliver`] to clients that can take it now.
+/// Runs after every command: the empty check is inlined, the work is not.
+#[inline]
 pub fn deliver_stashed(srv: &mut Server, current: &mut Client) {
-    if srv.pubsub.stash.is_empty() {
-        return;
+    if !srv.pubsub.stash.is_empty() {
+        deliver_stash(srv, current);
     }
+}
+
+#[inline(never)]
+fn deliver_stash(srv: &mut Server, current: &mut Client) {
     let stash = std::mem::take(&mut srv.pubsub.stash);
     for (id, f) in stash {
         deliver(srv, current, id, &f);

@@ -228,11 +228,10 @@ pub fn after_call(
     args: &crate::command::Args,
     ok: bool,
 ) {
+    use crate::command::flags::{FLUSHES, READONLY, RUNS_SCRIPT};
     // The read-only script commands track nothing themselves: their keys
     // are remembered when the script reads (Redis's call() excludes them).
-    if spec.has(crate::command::flags::READONLY)
-        && !matches!(spec.name, "eval_ro" | "evalsha_ro" | "fcall_ro")
-    {
+    if spec.flags & (READONLY | RUNS_SCRIPT) == READONLY {
         if c.conn_kind == super::client::ConnKind::Script {
             if srv.tracking.caller_tracks_reads {
                 // A script that reads tracks every key it declared, for
@@ -249,10 +248,7 @@ pub fn after_call(
             remember_read(srv, c, spec, args);
         }
     }
-    if ok
-        && (srv.tracking.clients > 0 || !srv.tracking.idle())
-        && matches!(spec.name, "flushdb" | "flushall")
-    {
+    if ok && spec.has(FLUSHES) && (srv.tracking.clients > 0 || !srv.tracking.idle()) {
         on_flush(srv, c);
     }
 }
@@ -349,10 +345,16 @@ pub fn on_flush(srv: &mut Server, current: &mut Client) {
 
 /// After a top-level command (or EXEC): sends the running client the
 /// invalidations its own command caused, one message per key.
+/// Runs after every command: the empty check is inlined, the work is not.
+#[inline]
 pub fn send_pending(srv: &mut Server, current: &mut Client) {
-    if srv.tracking.pending.is_empty() {
-        return;
+    if !srv.tracking.pending.is_empty() {
+        send_pending_now(srv, current);
     }
+}
+
+#[inline(never)]
+fn send_pending_now(srv: &mut Server, current: &mut Client) {
     let pending = std::mem::take(&mut srv.tracking.pending);
     for (id, key) in pending {
         match &key {

@@ -11,7 +11,7 @@ use crate::script::function::NO_WRITES;
 use crate::script::{self, Call};
 use crate::server::Ctx;
 
-const EVAL_FLAGS: u32 = NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS;
+const EVAL_FLAGS: u32 = NOSCRIPT | STALE | SKIP_MONITOR | NO_MANDATORY_KEYS | RUNS_SCRIPT;
 
 pub static SPECS: &[CommandSpec] = &[
     CommandSpec::new("eval", -3, EVAL_FLAGS | MAY_REPLICATE, (0, 0, 0), eval)

@@ -165,18 +165,28 @@ pub fn set(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         Some((unit, raw)) => Some(expire_at(unit, raw, "set")?),
         None => None,
     };
+    if !o.get {
+        // The common case ends in the shared body (a tail call).
+        return set_generic(ctx, key, val, &o, at, Style::Ok);
+    }
     set_generic(ctx, key, val, &o, at, Style::Ok)?;
-    if o.get && at.is_none() && ctx.propagating() {
-        // Propagated without its GET options (GET may repeat).
-        let argv: Vec<&[u8]> = (0..args.len())
-            .map(|i| args.at(i))
-            .enumerate()
-            .filter(|&(i, a)| i < 3 || !a.eq_ignore_ascii_case(b"GET"))
-            .map(|(_, a)| a)
-            .collect();
-        ctx.propagate_as(&argv);
+    if at.is_none() && ctx.propagating() {
+        propagate_without_get(ctx, args);
     }
     Ok(())
+}
+
+/// SET ... GET propagates without its GET options (GET may repeat); an
+/// expiry, if any, was already rewritten by `set_generic`.
+#[cold]
+fn propagate_without_get(ctx: &mut Ctx, args: &Args) {
+    let argv: Vec<&[u8]> = (0..args.len())
+        .map(|i| args.at(i))
+        .enumerate()
+        .filter(|&(i, a)| i < 3 || !a.eq_ignore_ascii_case(b"GET"))
+        .map(|(_, a)| a)
+        .collect();
+    ctx.propagate_as(&argv);
 }
 
 /// ```text
