@@ -233,7 +233,7 @@ fn oom(srv: &Server, client: &Client, cmd: CmdRef, args: &Args) -> Option<Reject
 /// it (the OOM stages' one measure; see [`oom`]).
 fn over_maxmemory(srv: &Server) -> bool {
     let max = srv.config.maxmemory;
-    max > 0 && srv.config.maxmemory_noeviction && crate::cmd::server::info::rss_bytes() > max
+    max > 0 && srv.config.maxmemory_noeviction && crate::server::memory::used_memory() > max
 }
 
 /// Disk-error stage: when persisting failed (`persist::write_denied`),

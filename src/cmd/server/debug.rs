@@ -188,7 +188,7 @@ fn purge(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
 /// Map of memory figures with Redis's field names (from the process RSS, as
 /// Oxidis keeps no allocator counters).
 fn stats(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
-    let rss = super::info::rss_bytes() as i64;
+    let rss = crate::server::memory::rss_bytes() as i64;
     let mut keys = 0i64;
     let mut dbs = Vec::new();
     for (i, db) in ctx.srv.ks.dbs.iter().enumerate() {

@@ -196,19 +196,6 @@ fn clients(srv: &Server, current_blocked: bool, out: &mut String) {
     line!(out, "clients_in_timeout_table:{in_timeout}");
 }
 
-/// Resident set size of this process, from /proc/self/statm.
-pub fn rss_bytes() -> u64 {
-    std::fs::read_to_string("/proc/self/statm")
-        .ok()
-        .and_then(|s| {
-            s.split_whitespace()
-                .nth(1)
-                .and_then(|v| v.parse::<u64>().ok())
-        })
-        .map(|pages| pages * 4096)
-        .unwrap_or(0)
-}
-
 fn total_system_memory() -> u64 {
     std::fs::read_to_string("/proc/meminfo")
         .ok()
@@ -226,9 +213,8 @@ fn total_system_memory() -> u64 {
 }
 
 fn memory(srv: &Server, out: &mut String) {
-    // Oxidis has no allocator statistics: used_memory is the resident set size.
-    let rss = rss_bytes();
-    let used = rss;
+    let rss = crate::server::memory::rss_bytes();
+    let used = crate::server::memory::used_memory();
     let maxmemory = srv.config.get_i64("maxmemory").max(0) as u64;
     let sysmem = total_system_memory();
     out.push_str("# Memory\r\n");

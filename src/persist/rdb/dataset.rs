@@ -77,7 +77,7 @@ pub fn write_dataset_with(
     aux(
         &mut e,
         "used-mem",
-        &crate::cmd::server::info::rss_bytes().to_string(),
+        &crate::server::memory::used_memory().to_string(),
     );
     aux(&mut e, "aof-base", if opts.aof_base { "1" } else { "0" });
 
