@@ -23,8 +23,13 @@ impl Default for Harness {
 }
 
 impl Harness {
+    /// A fresh server, and the thread's state put back as a new process has it:
+    /// an input must not see what the previous one left (a crash it finds
+    /// must replay alone), and the PRNG is seeded the same every time.
     pub fn new(config: Config) -> Harness {
+        reset_thread_state();
         let mut srv = Server::new(config);
+        srv.rng = crate::server::Rng::new(0x5eed);
         let id = srv.next_client_id;
         srv.next_client_id += 1;
         let client = Client::new(
@@ -62,6 +67,19 @@ impl Harness {
         check_frames(&out, c.reply.resp);
         Some(out)
     }
+}
+
+/// The thread-locals commands set on the one thread that owns the data,
+/// as at process start (each is per-server state kept outside `Server`).
+fn reset_thread_state() {
+    crate::clock::set_offset_ms(0);
+    crate::clock::set_snapshot(0);
+    crate::db::hold_expiry_until(0); // CLIENT PAUSE
+    crate::db::set_no_touch(false); // CLIENT NO-TOUCH
+    crate::db::log_expired(false);
+    drop(crate::db::take_expired_log());
+    crate::db::take_events_pending();
+    crate::script::function::forget_load();
 }
 
 /// Panics unless `out` is zero or more complete, well-formed RESP frames
@@ -169,3 +187,6 @@ fn frame(out: &[u8], pos: &mut usize, resp: u8) -> Result<(), String> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;
