@@ -128,13 +128,12 @@ fn frame(out: &[u8], pos: &mut usize, resp: u8) -> Result<(), String> {
                 .ok_or_else(|| format!("bad length {:?}", String::from_utf8_lossy(line)))
         };
         match kind {
-            b'+' | b'-' => {}
-            b':' | b'(' => {
-                let digits = line.strip_prefix(b"-").unwrap_or(line);
-                let ok = !digits.is_empty()
-                    && digits.iter().all(u8::is_ascii_digit)
-                    && (kind == b'('
-                        || std::str::from_utf8(line).is_ok_and(|s| s.parse::<i64>().is_ok()));
+            // Redis sends a script's `big_number` as given (`(\r\n` included).
+            b'+' | b'-' | b'(' => {}
+            b':' => {
+                // Rust's parser alone would take a leading `+`.
+                let ok = line.first() != Some(&b'+')
+                    && std::str::from_utf8(line).is_ok_and(|s| s.parse::<i64>().is_ok());
                 if !ok {
                     return Err(format!("bad number {:?}", String::from_utf8_lossy(line)));
                 }

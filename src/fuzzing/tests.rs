@@ -90,3 +90,30 @@ fn harness_starts_from_the_same_state_whatever_ran_before() {
         assert_eq!(got, want);
     }
 }
+
+#[test]
+fn reply_check_takes_what_redis_sends_and_nothing_malformed() {
+    use super::check_frames;
+    // A script's big_number goes out as given (compat scripting/fuzz_found).
+    for ok in [
+        &b"(\r\n"[..],
+        b"(x1\r\n",
+        b"*2\r\n:1\r\n_\r\n",
+        b"|1\r\n+a\r\n+b\r\n:1\r\n",
+    ] {
+        check_frames(ok, 3);
+    }
+    check_frames(b"*1\r\n$1\r\na\r\n*-1\r\n", 2);
+    let bad: [(&[u8], u8); 6] = [
+        (b"_\r\n", 2),
+        (b"$3\r\nab\r\n", 3),
+        (b":+1\r\n", 3),
+        (b"#x\r\n", 3),
+        (b"*2\r\n:1\r\n", 3),
+        (b"+a\rb\r\n", 2),
+    ];
+    for (out, resp) in bad {
+        let r = std::panic::catch_unwind(|| check_frames(out, resp));
+        assert!(r.is_err(), "{:?} passed", String::from_utf8_lossy(out));
+    }
+}
