@@ -42,7 +42,11 @@ fn drain(
                 let words = ranges
                     .iter()
                     .map(|&(s, e)| {
-                        assert!(s <= e && e <= buf.len(), "range {s}..{e} outside {}", buf.len());
+                        assert!(
+                            s <= e && e <= buf.len(),
+                            "range {s}..{e} outside {}",
+                            buf.len()
+                        );
                         buf[s..e].to_vec()
                     })
                     .collect();
@@ -87,7 +91,13 @@ fuzz_target!(|data: &[u8]| {
 
     let mut whole = Vec::new();
     let mut buf = body.to_vec();
-    drain(&mut buf, &mut 1, &mut Decoder::default(), limits, &mut whole);
+    drain(
+        &mut buf,
+        &mut 1,
+        &mut Decoder::default(),
+        limits,
+        &mut whole,
+    );
 
     let mut pieces = Vec::new();
     let mut inbuf = Vec::new();
