@@ -1,56 +1,56 @@
 //! The request decoder (`resp::decode`): no panic on any bytes, ranges inside
 //! the buffer, and the same commands whether the bytes arrive at once or in
-//! pieces (honouring the decoder's `need`, as `net::conn` does).
+//! pieces (one `Decoder` kept across reads, honouring its `need`, as
+//! `net::conn` does).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use oxidis::resp::decode::{inline_word, parse, Limits, Parsed};
+use oxidis::error::ProtocolError;
+use oxidis::resp::decode::{Decoder, Limits, Parsed};
 
 /// One decoded request, or the error that ends the stream.
 #[derive(Debug, PartialEq)]
 enum Event {
     Cmd(Vec<Vec<u8>>),
-    Error(String),
+    Error(ProtocolError),
 }
 
-fn words(buf: &[u8], ranges: &[(usize, usize)], inline: bool) -> Vec<Vec<u8>> {
-    ranges
-        .iter()
-        .map(|&(s, e)| {
-            assert!(
-                s <= e && e <= buf.len(),
-                "range {s}..{e} outside {}",
-                buf.len()
-            );
-            if inline {
-                inline_word(&buf[s..e])
-            } else {
-                buf[s..e].to_vec()
-            }
-        })
-        .collect()
-}
-
-/// Parses every complete request in `inbuf`, as `net::conn::process` does.
-fn drain(inbuf: &mut Vec<u8>, need: &mut usize, limits: Limits, out: &mut Vec<Event>) -> bool {
-    let mut ranges = Vec::new();
+/// Parses every complete request in `inbuf` with the connection's decoder,
+/// as `net::conn::process` does (state kept across reads).
+fn drain(
+    inbuf: &mut Vec<u8>,
+    need: &mut usize,
+    dec: &mut Decoder,
+    limits: Limits,
+    out: &mut Vec<Event>,
+) -> bool {
     while !inbuf.is_empty() && inbuf.len() >= *need {
-        match parse(inbuf, &mut ranges, limits) {
+        match dec.parse(inbuf, limits) {
             Parsed::Incomplete { need: n } => {
                 assert!(n > inbuf.len(), "need {n} with {} buffered", inbuf.len());
+                assert!(dec.parsed_len() <= inbuf.len(), "parsed past the buffer");
                 *need = n;
                 return true;
             }
-            Parsed::Error(m) => {
-                out.push(Event::Error(m));
+            Parsed::Error(e) => {
+                out.push(Event::Error(e));
                 return false;
             }
-            Parsed::Command { consumed, inline } => {
+            Parsed::Command { consumed } => {
                 assert!(consumed > 0 && consumed <= inbuf.len());
-                for &(_, e) in &ranges {
-                    assert!(e <= consumed, "argument past the consumed bytes");
-                }
-                out.push(Event::Cmd(words(inbuf, &ranges, inline)));
+                let (buf, ranges) = dec.request(&inbuf[..consumed]);
+                let words = ranges
+                    .iter()
+                    .map(|&(s, e)| {
+                        assert!(
+                            s <= e && e <= buf.len(),
+                            "range {s}..{e} outside {}",
+                            buf.len()
+                        );
+                        buf[s..e].to_vec()
+                    })
+                    .collect();
+                out.push(Event::Cmd(words));
                 inbuf.drain(..consumed);
                 *need = 1;
             }
@@ -64,7 +64,16 @@ fn drain(inbuf: &mut Vec<u8>, need: &mut usize, limits: Limits, out: &mut Vec<Ev
 fn comparable(ev: &[Event]) -> &[Event] {
     let end = ev
         .iter()
-        .position(|e| matches!(e, Event::Error(m) if m.starts_with("too big")))
+        .position(|e| {
+            matches!(
+                e,
+                Event::Error(
+                    ProtocolError::TooBigInline
+                        | ProtocolError::TooBigMbulkCount
+                        | ProtocolError::TooBigBulkCount
+                )
+            )
+        })
         .unwrap_or(ev.len());
     &ev[..end]
 }
@@ -82,14 +91,21 @@ fuzz_target!(|data: &[u8]| {
 
     let mut whole = Vec::new();
     let mut buf = body.to_vec();
-    drain(&mut buf, &mut 1, limits, &mut whole);
+    drain(
+        &mut buf,
+        &mut 1,
+        &mut Decoder::default(),
+        limits,
+        &mut whole,
+    );
 
     let mut pieces = Vec::new();
     let mut inbuf = Vec::new();
     let mut need = 1;
+    let mut dec = Decoder::default();
     for c in body.chunks(chunk) {
         inbuf.extend_from_slice(c);
-        if !drain(&mut inbuf, &mut need, limits, &mut pieces) {
+        if !drain(&mut inbuf, &mut need, &mut dec, limits, &mut pieces) {
             break;
         }
     }

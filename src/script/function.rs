@@ -97,7 +97,11 @@ fn parse_meta(code: &[u8]) -> Result<Meta<'_>, String> {
     let engine = first.get(2..).unwrap_or_default().to_string();
     let mut name = None;
     for p in &parts[1..] {
-        if p.len() >= 5 && p[..5].eq_ignore_ascii_case("name=") {
+        // Bytes, not chars: a word may start with a multi-byte character.
+        if p.as_bytes()
+            .get(..5)
+            .is_some_and(|w| w.eq_ignore_ascii_case(b"name="))
+        {
             if name.is_some() {
                 return Err(
                     "Invalid metadata value, name argument was given multiple times".into(),
