@@ -32,6 +32,9 @@ pub struct Persist {
     pub child: child::Children,
     /// SAVE/BGSAVE state and statistics.
     pub snapshot: snapshot::Snapshots,
+    /// `DEBUG SET-SKIP-CHECKSUM-VALIDATION 1`: RESTORE payloads and RDB
+    /// files are taken without checking their CRC64.
+    pub skip_checksum: bool,
 }
 
 /// A background child ended (reaped by the cron, or stopped by

@@ -5,7 +5,7 @@
 mod dump;
 mod expire;
 pub(crate) mod moves;
-mod object;
+pub(crate) mod object;
 
 use super::scan;
 use crate::command::flags::*;

@@ -355,15 +355,19 @@ pub fn load_dataset_with(
                 .try_into()
                 .unwrap_or_default(),
         );
-        if server.config.get("rdbchecksum") == Some("yes") {
+        if server.config.get("rdbchecksum") == Some("yes") && !server.persist.skip_checksum {
             if file_crc == 0 {
                 log::warning("RDB file was saved with checksum disabled: no check performed.");
             } else {
                 let expected = super::crc64(&data[..at]);
                 if expected != file_crc {
-                    return Err(fail(format!(
+                    let e = fail(format!(
                         "Wrong RDB checksum expected: ({expected:x}) but got ({file_crc:x}). Aborting now."
-                    )));
+                    ));
+                    log::warning(&format!(
+                        "Internal error in RDB reading offset {at}, function at rdb.c:0 -> RDB CRC error"
+                    ));
+                    return Err(e);
                 }
             }
         }
