@@ -135,25 +135,36 @@ fn fail(message: String) -> LoadError {
     LoadError { message }
 }
 
-/// The error for a value or opcode that could not be read at `pos`.
-fn bad_at(b: Bad, pos: usize) -> LoadError {
+/// The error for a value or opcode that could not be read at `pos`, after
+/// `info` was loaded.
+fn bad_at(b: Bad, pos: usize, info: &LoadInfo) -> LoadError {
     match b {
         Bad::Eof => {
             let e = fail(SHORT_READ.into());
-            log::warning(&format!(
-                "Internal error in RDB reading offset {pos}, function at rdb.c:0 -> Unexpected EOF reading RDB file"
-            ));
+            internal_error(pos, "Unexpected EOF reading RDB file", info);
             e
         }
         Bad::Corrupt(why) => {
-            log::warning(&format!(
-                "Internal error in RDB reading offset {pos}, function at rdb.c:0 -> {why}"
-            ));
+            internal_error(pos, &why, info);
             fail(SHORT_READ.into())
         }
         Bad::Unsupported(why) => fail(why),
         Bad::EmptyKey => fail(SHORT_READ.into()),
     }
+}
+
+/// Redis's `rdbReportError` while loading a file: the internal error line,
+/// then the report `redis-check-rdb` prints for the file (Redis runs the
+/// checker on it before exiting; here the loader's own position and counts).
+fn internal_error(pos: usize, why: &str, info: &LoadInfo) {
+    log::warning(&format!(
+        "Internal error in RDB reading offset {pos}, function at rdb.c:0 -> {why}"
+    ));
+    log::warning("--- RDB ERROR DETECTED ---");
+    log::warning(&format!("[offset {pos}] {why}"));
+    log::warning(&format!("[info] {} keys read", info.keys));
+    log::warning(&format!("[info] {} expires", info.expires));
+    log::warning(&format!("[info] {} already expired", info.expired_skipped));
 }
 
 /// A library's code from a `FUNCTION2` opcode or the 7.0 rc1/rc2 `FUNCTION`
@@ -251,7 +262,7 @@ pub fn load_dataset_with(
     let mut empty_skipped = 0u64;
     loop {
         let at = r.pos;
-        let t = r.byte().map_err(|b| bad_at(b, at))?;
+        let t = r.byte().map_err(|b| bad_at(b, at, &info))?;
         let step: Result<(), Bad> = (|| {
             match t {
                 OPCODE_EOF => {}
@@ -342,7 +353,7 @@ pub fn load_dataset_with(
             }
             Ok(())
         })();
-        step.map_err(|b| bad_at(b, at))?;
+        step.map_err(|b| bad_at(b, at, &info))?;
         if t == OPCODE_EOF {
             break;
         }
@@ -351,7 +362,7 @@ pub fn load_dataset_with(
         let at = r.pos;
         let file_crc = u64::from_le_bytes(
             r.take(8)
-                .map_err(|b| bad_at(b, at))?
+                .map_err(|b| bad_at(b, at, &info))?
                 .try_into()
                 .unwrap_or_default(),
         );
@@ -364,9 +375,7 @@ pub fn load_dataset_with(
                     let e = fail(format!(
                         "Wrong RDB checksum expected: ({expected:x}) but got ({file_crc:x}). Aborting now."
                     ));
-                    log::warning(&format!(
-                        "Internal error in RDB reading offset {at}, function at rdb.c:0 -> RDB CRC error"
-                    ));
+                    internal_error(at, "RDB CRC error", &info);
                     return Err(e);
                 }
             }
