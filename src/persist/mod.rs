@@ -37,6 +37,49 @@ pub struct Persist {
     pub skip_checksum: bool,
 }
 
+/// Redis's `debugDelay`, once per key saved (`rdb-key-save-delay`) or
+/// loaded (`key-load-delay`), for tests that need a slow save or load: a
+/// positive value sleeps that many microseconds; a negative `-n` sleeps one
+/// microsecond with probability 1/n (as Redis: rarer sleeps instead of
+/// shorter ones, each sleep being a system call).
+pub struct KeyDelay {
+    usec: i64,
+    seed: u64,
+}
+
+impl KeyDelay {
+    pub fn new(usec: i64) -> KeyDelay {
+        KeyDelay {
+            usec,
+            seed: crate::clock::real_now_us() as u64 | 1,
+        }
+    }
+
+    /// From the configuration parameter `name`.
+    pub fn from_config(srv: &Server, name: &str) -> KeyDelay {
+        KeyDelay::new(srv.config.get_i64(name))
+    }
+
+    #[inline]
+    pub fn wait(&mut self) {
+        if self.usec == 0 {
+            return;
+        }
+        let us = if self.usec > 0 {
+            self.usec as u64
+        } else {
+            // xorshift64: any cheap uniform source will do.
+            self.seed ^= self.seed << 13;
+            self.seed ^= self.seed >> 7;
+            self.seed ^= self.seed << 17;
+            (self.seed % self.usec.unsigned_abs() == 0) as u64
+        };
+        if us > 0 {
+            std::thread::sleep(std::time::Duration::from_micros(us));
+        }
+    }
+}
+
 /// A background child ended (reaped by the cron, or stopped by
 /// [`child::kill`]): its owner finishes the job.
 pub fn child_done(srv: &mut Server, running: child::Running, exit: child::Exit) {

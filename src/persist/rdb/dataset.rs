@@ -50,6 +50,7 @@ pub fn write_dataset_with(
     let policy = cfg.get("maxmemory-policy").unwrap_or("");
     let (save_lru, save_lfu) = (policy.contains("lru"), policy.contains("lfu"));
     let mut e = Encoder::new(yes("rdbcompression"));
+    let mut delay = crate::persist::KeyDelay::from_config(server, "rdb-key-save-delay");
     let mut digest = CRC64.digest();
     let mut flush = |e: &mut Encoder, out: &mut dyn io::Write| -> io::Result<()> {
         if checksum {
@@ -111,6 +112,7 @@ pub fn write_dataset_with(
             e.byte(Encoder::type_of(&entry.val));
             e.string(key);
             e.object(&entry.val);
+            delay.wait();
             if e.buf.len() >= CHUNK {
                 flush(&mut e, out)?;
             }
@@ -260,6 +262,7 @@ pub fn load_dataset_with(
     let (mut expire, mut idle, mut freq): (Option<i64>, Option<u64>, Option<u8>) =
         (None, None, None);
     let mut empty_skipped = 0u64;
+    let mut delay = crate::persist::KeyDelay::from_config(server, "key-load-delay");
     loop {
         let at = r.pos;
         let t = r.byte().map_err(|b| bad_at(b, at, &info))?;
@@ -316,6 +319,7 @@ pub fn load_dataset_with(
                     Err((b, _)) => return Err(b),
                 },
                 _ => {
+                    delay.wait();
                     let key = r.string()?;
                     let val = match r.object(t, &limits) {
                         Ok(v) => v,
