@@ -13,6 +13,7 @@ Examples:
   python3 compat/bench.py --raw "EVALSHA {sha:lock} 1 lock" --raw "INCR counter"
   python3 compat/bench.py --mem hashes --mem lists        # resident memory after the same fill
   python3 compat/bench.py --startup                       # start-up to 'Ready to accept connections'
+  python3 compat/bench.py --tests set --server-args "--appendonly yes --appendfsync always"
 
 Workloads for --raw are redis-benchmark custom commands (`__rand_int__` works with -r).
 `{sha:NAME}` in a --raw command is replaced by the SHA of lua/fixtures/NAME.lua, loaded
@@ -187,6 +188,9 @@ def main():
     ap.add_argument("--startup", action="store_true", help="measure start-up time")
     ap.add_argument("--no-build", action="store_true")
     ap.add_argument("--baseline-bin", default=None, help="an earlier oxidis-server to compare with")
+    ap.add_argument("--server-args", default="--appendonly no",
+                    help="persistence flags given to every server (each runs in its own dir), "
+                         "e.g. '--appendonly yes --appendfsync always'")
     a = ap.parse_args()
 
     if not shutil.which("redis-benchmark"):
@@ -202,14 +206,21 @@ def main():
         return
 
     tmp = tempfile.mkdtemp(prefix="oxidis-bench-")
-    common = ["--save", "", "--appendonly", "no", "--bind", "127.0.0.1"]
+    common = ["--save", "", "--bind", "127.0.0.1"] + a.server_args.split()
+
+    def own_dir(name):
+        d = os.path.join(tmp, name)
+        os.makedirs(d)
+        return ["--dir", d]
+
     rp, op = free_port(), free_port()
-    redis = Server("redis", [redis_bin, "--port", str(rp)] + common, rp, tmp)
-    oxidis = Server("oxidis", [oxidis_bin, "--port", str(op)] + common, op, tmp)
+    redis = Server("redis", [redis_bin, "--port", str(rp)] + common + own_dir("redis"), rp, tmp)
+    oxidis = Server("oxidis", [oxidis_bin, "--port", str(op)] + common + own_dir("oxidis"), op, tmp)
     servers = [redis, oxidis]
     if a.baseline_bin:
         bp = free_port()
-        servers.append(Server("before", [a.baseline_bin, "--port", str(bp)] + common, bp, tmp))
+        servers.append(Server("before", [a.baseline_bin, "--port", str(bp)] + common + own_dir("before"),
+                              bp, tmp))
     try:
         if a.mem:
             memory(a.mem, redis, oxidis)

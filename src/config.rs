@@ -106,6 +106,17 @@ pub static ACTED: &[&str] = &[
     "tracking-table-max-keys",
     "oom-score-adj",
     "oom-score-adj-values",
+    "appendonly",
+    "appendfsync",
+    "appenddirname",
+    "appendfilename",
+    "aof-use-rdb-preamble",
+    "aof-load-truncated",
+    "aof-timestamp-enabled",
+    "aof-disable-auto-gc",
+    "auto-aof-rewrite-percentage",
+    "auto-aof-rewrite-min-size",
+    "no-appendfsync-on-rewrite",
 ];
 
 const LOGLEVELS: &[&str] = &["debug", "verbose", "notice", "warning"];
@@ -163,6 +174,14 @@ pub struct Config {
     pub zset_max_listpack_entries: usize,
     pub zset_max_listpack_value: usize,
     pub hll_sparse_max_bytes: usize,
+    /// `maxmemory` in bytes (0: no limit), read by the gate's OOM stage on
+    /// every denyoom command, so never looked up by name there.
+    pub maxmemory: u64,
+    /// `maxmemory-policy` is `noeviction` (the gate refuses instead of evicting).
+    pub maxmemory_noeviction: bool,
+    /// `lazyfree-lazy-expire`, read after every command while propagation has
+    /// a consumer.
+    pub lazyfree_lazy_expire: bool,
 }
 
 impl Default for Config {
@@ -203,6 +222,9 @@ impl Default for Config {
             zset_max_listpack_entries: 128,
             zset_max_listpack_value: 64,
             hll_sparse_max_bytes: 3000,
+            maxmemory: 0,
+            maxmemory_noeviction: true,
+            lazyfree_lazy_expire: false,
         };
         for prm in PARAMS {
             c.values.insert(prm.name, prm.default.as_bytes().to_vec());
@@ -448,6 +470,9 @@ impl Config {
             "zset-max-listpack-entries" => self.zset_max_listpack_entries = int().max(0) as usize,
             "zset-max-listpack-value" => self.zset_max_listpack_value = int().max(0) as usize,
             "hll-sparse-max-bytes" => self.hll_sparse_max_bytes = int().max(0) as usize,
+            "maxmemory" => self.maxmemory = int().max(0) as u64,
+            "maxmemory-policy" => self.maxmemory_noeviction = v == "noeviction",
+            "lazyfree-lazy-expire" => self.lazyfree_lazy_expire = v == "yes",
             _ => {}
         }
     }

@@ -146,6 +146,8 @@ pub enum Rejection {
     NoMulti,
     /// OOM: a `denyoom` command while used memory is over `maxmemory`.
     Oom,
+    /// Disk error: a write while the AOF cannot be written (the OS's reason).
+    MisconfAof(String),
     /// Read-only replica: a write on a replica with `replica-read-only yes`.
     ReadOnlyReplica,
     /// Pub/sub context (RESP2): only the (un)subscribe family, PING, QUIT, RESET.
@@ -184,6 +186,9 @@ impl Rejection {
             Rejection::NoAuth => Error::NoAuth,
             Rejection::NoMulti => Error::msg("Command not allowed inside a transaction"),
             Rejection::Oom => Error::Oom,
+            Rejection::MisconfAof(why) => {
+                Error::coded(format!("MISCONF Errors writing to the AOF file: {why}"))
+            }
             Rejection::ReadOnlyReplica => {
                 Error::coded("READONLY You can't write against a read only replica.")
             }

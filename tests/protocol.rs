@@ -52,6 +52,28 @@ fn a_frame_split_at_every_byte_is_reassembled() {
     assert_eq!(r.read_raw(), b"$22\r\na value with \r\n inside\r\n");
 }
 
+/// One read holding whole requests and the start of the next: the whole ones
+/// run from the shared read buffer, the rest is kept until it completes.
+#[test]
+fn a_read_ending_inside_a_frame_keeps_the_rest() {
+    let h = start();
+    let set = encode(&[b"SET", b"rest-key", b"rest-value"]);
+    let get = encode(&[b"GET", b"rest-key"]);
+    for cut in 1..get.len() {
+        let mut r = Raw::connect(&h);
+        let mut first = set.clone();
+        first.extend_from_slice(&get[..cut]);
+        r.send(&first);
+        assert_eq!(r.read_raw(), b"+OK\r\n", "cut at {cut}");
+        assert!(
+            r.try_read_raw(Duration::from_millis(5)).is_none(),
+            "reply before frame complete (cut {cut})"
+        );
+        r.send(&get[cut..]);
+        assert_eq!(r.read_raw(), b"$10\r\nrest-value\r\n", "cut at {cut}");
+    }
+}
+
 #[test]
 fn inline_commands_as_telnet_sends_them() {
     let h = start();

@@ -24,6 +24,7 @@ use crate::error::CmdResult;
 use crate::resp::encode::Reply;
 use crate::server::Ctx;
 
+pub mod aof;
 pub mod bitmap;
 pub mod cluster;
 pub mod connection;
@@ -61,6 +62,7 @@ pub static ALL: &[&[CommandSpec]] = &[
     replication::SPECS,
     server::SPECS,
     server::persistence::SPECS,
+    aof::SPECS,
     connection::SPECS,
     cluster::SPECS,
 ];

@@ -219,18 +219,21 @@ fn cluster(_srv: &Server, _client: &Client, _cmd: CmdRef, _args: &Args) -> Optio
 /// 13 builds, so until then they refuse nothing rather than refuse what
 /// Redis would make room for.
 fn oom(srv: &Server, client: &Client, cmd: CmdRef, args: &Args) -> Option<Rejection> {
+    // The memory test first: without maxmemory (the usual case) the
+    // command's flags need not be worked out.
+    if !over_maxmemory(srv) {
+        return None;
+    }
     let in_multi = client.multi.is_some() && !cmd.spec.has(flags::TXN_CONTROL);
     let denyoom = crate::script::cmd_flags::effective(srv, cmd.spec, args) & flags::DENYOOM != 0;
-    ((denyoom || in_multi) && over_maxmemory(srv)).then_some(Rejection::Oom)
+    (denyoom || in_multi).then_some(Rejection::Oom)
 }
 
 /// True when `maxmemory` is set under `noeviction` and used memory is over
 /// it (the OOM stages' one measure; see [`oom`]).
 fn over_maxmemory(srv: &Server) -> bool {
-    let max = srv.config.get_i64("maxmemory");
-    max > 0
-        && srv.config.get("maxmemory-policy") == Some("noeviction")
-        && crate::cmd::server::info::rss_bytes() > max as u64
+    let max = srv.config.maxmemory;
+    max > 0 && srv.config.maxmemory_noeviction && crate::cmd::server::info::rss_bytes() > max
 }
 
 /// Disk-error stage: when persisting failed (`persist::write_denied`),
@@ -268,7 +271,12 @@ fn loading(_srv: &Server, _cmd: CmdRef) -> Option<Rejection> {
 /// writes and may-replicate commands, and EXEC of a transaction holding one.
 /// Scripts count by the flags they declare (Redis's `getCommandFlags`, see
 /// `script::cmd_flags`).
+#[inline]
 fn paused(srv: &Server, client: &Client, cmd: CmdRef, args: &Args) -> bool {
+    srv.pause.is_some() && paused_now(srv, client, cmd, args)
+}
+
+fn paused_now(srv: &Server, client: &Client, cmd: CmdRef, args: &Args) -> bool {
     let Some(p) = srv.pause else {
         return false;
     };

@@ -19,7 +19,8 @@ use crate::server::{blocking, Server};
 const READ_CHUNK: usize = 16 * 1024;
 /// The shared read buffer's size: one per thread, so it costs no connection
 /// anything, and a pipelined batch a little over 16 KiB (16 SETs of 1 KiB)
-/// arrives in one read instead of two rounds of processing.
+/// arrives in one read instead of two rounds of processing. Requests are run
+/// from it where they lie; only what is left over is copied.
 const SCRATCH_LEN: usize = 64 * 1024;
 /// The most a read into a connection's own buffer asks room for (a big
 /// argument on its way), and the largest such buffer kept once empty.
@@ -36,7 +37,9 @@ impl Socket for tokio::net::TcpStream {}
 impl Socket for tokio::net::UnixStream {}
 
 thread_local! {
-    /// The read buffer every connection on the data thread shares.
+    /// The read buffer every connection on the data thread shares: empty
+    /// (length 0) while here; a connection takes it for a read and puts it
+    /// back once those bytes have run (see `Input::fresh`).
     static SCRATCH: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
 }
 
@@ -65,11 +68,53 @@ struct Input {
     /// Bytes read and not yet run: a request still arriving, or requests
     /// held back (blocked, paused). Empty, with no allocation, when idle.
     buf: BytesMut,
+    /// How many bytes at the front of the shared `SCRATCH` this connection
+    /// has just read, to run from there without a copy. Invariant: non-zero
+    /// only between a read and the processing that follows it with no wait
+    /// in between (so no other connection reads into the scratch
+    /// meanwhile), and only when `buf` was empty (these bytes come after
+    /// nothing). A length, not the buffer: the task's state is paid by
+    /// every idle connection.
+    fresh: usize,
     /// Allocated on the first request (the task's state is paid by every
     /// idle connection, a connection that never sends pays nothing).
     decoder: Option<Box<Decoder>>,
-    /// Do not parse again before `buf` holds this many bytes.
+    /// Do not parse again before the pending bytes number this many.
     need: usize,
+}
+
+impl Input {
+    /// Runs the complete requests pending (in `fresh` or `buf`), keeps in
+    /// `buf` what is left (a request still arriving, requests held back) and
+    /// gives the scratch back.
+    fn run(&mut self, srv: &mut Server, c: &mut Client) {
+        if self.fresh == 0 {
+            let used = process(srv, c, &self.buf, &mut self.decoder, &mut self.need);
+            self.buf.advance(used);
+            return;
+        }
+        // Taken for the batch: a command that reads another socket (the
+        // busy-script poller) finds it empty and never overwrites it.
+        let scratch = SCRATCH.with(|c| c.take());
+        let fresh = &scratch[..self.fresh.min(scratch.len())];
+        let used = process(srv, c, fresh, &mut self.decoder, &mut self.need);
+        self.buf.extend_from_slice(&fresh[used..]);
+        SCRATCH.with(|c| c.set(scratch));
+        self.fresh = 0;
+    }
+
+    /// Moves the bytes just read to `buf` (behind what it holds).
+    fn keep_fresh(&mut self) {
+        if self.fresh > 0 {
+            SCRATCH.with(|c| {
+                let scratch = c.take();
+                self.buf
+                    .extend_from_slice(&scratch[..self.fresh.min(scratch.len())]);
+                c.set(scratch);
+            });
+            self.fresh = 0;
+        }
+    }
 }
 
 /// Serves one client until it quits, is killed, or the socket closes.
@@ -87,6 +132,7 @@ pub fn serve<S: Socket>(
         let (srv, cell) = (&registered.srv, &registered.cell);
         let mut input = Input {
             buf: BytesMut::new(),
+            fresh: 0,
             decoder: None,
             need: 1,
         };
@@ -97,15 +143,17 @@ pub fn serve<S: Socket>(
                 c.unblocked = false;
                 c.postponed = false;
                 if !c.pending_input.is_empty() {
-                    // Input the busy-script poller read off the socket (see script::busy).
+                    // Input the busy-script poller read off the socket (see
+                    // script::busy): it came before anything read since.
                     input.buf.extend_from_slice(&c.pending_input);
+                    input.keep_fresh();
                     c.pending_input = Default::default();
                 }
                 if !cell.kill.get() {
-                    let used = process(&mut s, &mut c, &mut input);
-                    input.buf.advance(used);
+                    input.run(&mut s, &mut c);
                     s.activity.notify_one();
                 }
+                input.fresh = 0;
                 if input.buf.is_empty() && input.buf.capacity() > 0 {
                     input.buf = BytesMut::new();
                 }
@@ -204,11 +252,12 @@ async fn armed(timer: &mut Option<Pin<Box<Sleep>>>) {
 }
 
 /// Reads what the socket has: into the buffer shared by every connection,
-/// keeping a copy of the bytes only (most reads hold whole requests, run
-/// before the next read), or straight into the connection's buffer while a
-/// big argument arrives. The wait itself keeps no buffer: an idle
-/// connection holds none. (tokio's `poll_read` also knows a short read
-/// drained the socket, so no extra read is needed to find out.)
+/// where the requests are then run (most reads hold whole requests; what is
+/// left over is copied to the connection's buffer), or straight into the
+/// connection's buffer while a big argument or a split request arrives. The
+/// wait itself keeps no buffer: an idle connection holds none. (tokio's
+/// `poll_read` also knows a short read drained the socket, so no extra
+/// read is needed to find out.)
 fn poll_read<S: Socket>(
     cx: &mut Context<'_>,
     stream: &mut S,
@@ -234,12 +283,16 @@ fn poll_read<S: Socket>(
         return r.map_ok(|()| n);
     }
     let mut scratch = SCRATCH.with(|c| c.take());
-    scratch.resize(SCRATCH_LEN, 0);
-    let mut rb = ReadBuf::new(&mut scratch);
+    scratch.clear();
+    scratch.reserve(SCRATCH_LEN);
+    let mut rb = ReadBuf::uninit(&mut scratch.spare_capacity_mut()[..SCRATCH_LEN]);
     let r = Pin::new(stream).poll_read(cx, &mut rb);
     let n = rb.filled().len();
-    input.buf.extend_from_slice(rb.filled());
+    // SAFETY: `poll_read` initialised the `n` bytes it reports filled, from
+    // the start of the (emptied) scratch's spare room.
+    unsafe { scratch.set_len(n) };
     SCRATCH.with(|c| c.set(scratch));
+    input.fresh = n;
     r.map_ok(|()| n)
 }
 
@@ -249,6 +302,11 @@ fn poll_read<S: Socket>(
 /// log line and no reply, as Redis's `readQueryFromClient` does.
 fn over_query_limit(s: &Server, c: &mut Client, input: &Input) -> bool {
     let parsed = input.decoder.as_ref().map_or(0, |d| d.parsed_len());
+    if input.fresh > 0 {
+        // Read into the scratch, so at most its size, and into an empty
+        // buffer: never over the limit's least value (1 MB).
+        return false;
+    }
     let unparsed = &input.buf[parsed..];
     if (unparsed.len() as u64) <= s.config.client_query_buffer_limit {
         return false;
@@ -277,6 +335,9 @@ fn flush<'a, S: AsyncWrite + Unpin>(
         // What is being written; the client's buffer takes new output meanwhile.
         let outbuf = &mut BytesMut::new();
         loop {
+            // What the round's commands appended to the AOF reaches the
+            // file (and the disk with `appendfsync always`) before any reply.
+            crate::persist::aof::before_reply(srv).await;
             {
                 let mut c = cell.state.borrow_mut();
                 if c.reply.buf.is_empty() {
@@ -326,20 +387,26 @@ fn flush<'a, S: AsyncWrite + Unpin>(
     }
 }
 
-/// Runs every complete request at the front of `input`, stopping early when
+/// Runs every complete request at the front of `batch`, stopping early when
 /// the client blocks or must close. Returns the bytes used.
-fn process(srv: &mut Server, c: &mut Client, input: &mut Input) -> usize {
+fn process(
+    srv: &mut Server,
+    c: &mut Client,
+    batch: &[u8],
+    decoder: &mut Option<Box<Decoder>>,
+    need: &mut usize,
+) -> usize {
     // Idle time counts from the last batch of requests read (one clock
     // read per batch, as Redis uses its cached time).
     let mut touched = false;
     let mut used = 0;
     loop {
-        let rest = &input.buf[used..];
+        let rest = &batch[used..];
         if c.blocked.is_some()
             || c.postponed
             || c.close_after_reply
             || rest.is_empty()
-            || rest.len() < input.need
+            || rest.len() < *need
         {
             return used;
         }
@@ -347,10 +414,10 @@ fn process(srv: &mut Server, c: &mut Client, input: &mut Input) -> usize {
             max_bulk: srv.config.proto_max_bulk_len,
             authenticated: c.authenticated,
         };
-        let decoder = input.decoder.get_or_insert_with(Default::default);
+        let decoder = decoder.get_or_insert_with(Default::default);
         match decoder.parse(rest, limits) {
-            Parsed::Incomplete { need } => {
-                input.need = need;
+            Parsed::Incomplete { need: n } => {
+                *need = n;
                 return used;
             }
             Parsed::Error(e) => {
@@ -365,7 +432,7 @@ fn process(srv: &mut Server, c: &mut Client, input: &mut Input) -> usize {
                 return used;
             }
             Parsed::Command { consumed } => {
-                input.need = 1;
+                *need = 1;
                 let (buf, ranges) = decoder.request(&rest[..consumed]);
                 if !ranges.is_empty() {
                     if !touched {
@@ -374,7 +441,7 @@ fn process(srv: &mut Server, c: &mut Client, input: &mut Input) -> usize {
                     }
                     // Redis trims its query buffer after the batch, so
                     // CLIENT LIST's qbuf counts the batch during a command.
-                    c.qbuf = input.buf.len();
+                    c.qbuf = batch.len();
                     crate::server::fault::dispatch_guarded(srv, c, &Args::new(buf, ranges));
                     if c.postponed {
                         // CLIENT PAUSE holds it: left in the buffer, parsed

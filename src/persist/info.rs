@@ -44,24 +44,6 @@ pub fn persistence(srv: &Server, out: &mut String) {
     field!(out, "rdb_last_cow_size:0");
     field!(out, "rdb_last_load_keys_expired:{}", snap.last_load_expired);
     field!(out, "rdb_last_load_keys_loaded:{}", snap.last_load_keys);
-    aof(srv, out);
-    field!(out, "module_fork_in_progress:0");
-    field!(out, "module_fork_last_cow_size:0");
-}
-
-/// The `aof_*` fields, as Redis shows them with `appendonly no` (the AOF
-/// fills in its state here; Redis adds `aof_current_size` ... after
-/// `module_fork_last_cow_size` when the AOF is on).
-fn aof(srv: &Server, out: &mut String) {
-    field!(out, "aof_enabled:0");
-    let rewriting = srv.persist.child.is(Kind::Aof);
-    field!(out, "aof_rewrite_in_progress:{}", rewriting as u8);
-    field!(out, "aof_rewrite_scheduled:0");
-    field!(out, "aof_last_rewrite_time_sec:-1");
-    field!(out, "aof_current_rewrite_time_sec:-1");
-    field!(out, "aof_last_bgrewrite_status:ok");
-    field!(out, "aof_rewrites:0");
-    field!(out, "aof_rewrites_consecutive_failures:0");
-    field!(out, "aof_last_write_status:ok");
-    field!(out, "aof_last_cow_size:0");
+    // aof_* and module_fork_*, then the fields Redis adds with the AOF on.
+    super::aof::info(srv, out);
 }

@@ -11,6 +11,7 @@
 //! Files are written to a temporary name, fsynced and renamed, so a crash
 //! mid-write never leaves a broken file under the real name.
 
+pub mod aof;
 pub mod child;
 pub mod info;
 pub mod rdb;
@@ -85,8 +86,7 @@ impl KeyDelay {
 pub fn child_done(srv: &mut Server, running: child::Running, exit: child::Exit) {
     match running.kind {
         child::Kind::Rdb => snapshot::bgsave_done(srv, running, exit),
-        // The AOF rewrite's completion (Redis's backgroundRewriteDoneHandler).
-        child::Kind::Aof => {}
+        child::Kind::Aof => aof::rewrite_done(srv, exit),
     }
 }
 
@@ -104,6 +104,9 @@ pub fn cron(srv: &mut Server) {
 /// RDB file, as in Redis. Err with the reason when the server must not
 /// start (Redis logs it and exits).
 pub fn load_at_startup(srv: &mut Server) -> Result<(), String> {
+    if aof::load_at_startup(srv).map_err(|_| "the append only file could not be loaded")? {
+        return Ok(());
+    }
     snapshot::load(srv).inspect_err(|text| log::warning(text))
 }
 
@@ -118,7 +121,7 @@ pub fn write_denied(srv: &Server) -> Option<Rejection> {
     {
         return Some(Rejection::MisconfRdb);
     }
-    None
+    aof::write_denied(srv)
 }
 
 /// The persistence part of a shutdown (Redis's `finishShutdown`): the
@@ -130,6 +133,7 @@ pub fn on_shutdown(srv: &mut Server, save: Option<bool>, force: bool) -> Result<
         log::warning("There is a child saving an .rdb. Killing it!");
         child::kill(srv);
     }
+    aof::shutdown(srv, force)?;
     let wanted = match save {
         Some(s) => s,
         None => snapshot::has_save_points(srv),

@@ -151,48 +151,52 @@ impl Decoder {
     }
 
     /// The offset of the first `byte` at or after `from`, searching as C's
-    /// `strchr` does: a NUL byte ends the search (Redis's query buffer is a C
-    /// string there), so a line holding a NUL never ends. Remembers how far it
-    /// looked, so bytes arriving one at a time are each looked at once.
+    /// `strchr` does (see [`find_stop`]). Remembers how far it looked, so
+    /// bytes arriving one at a time are each looked at once.
     fn line_end(&mut self, buf: &[u8], from: usize, byte: u8) -> Option<usize> {
-        let at = self.scan.max(from);
-        match buf[at..].iter().position(|&b| b == byte || b == 0) {
-            Some(i) if buf[at + i] == byte => {
+        match find_stop(buf, self.scan.max(from), byte) {
+            Ok(nl) => {
                 self.scan = 0;
-                Some(at + i)
+                Some(nl)
             }
-            Some(i) => {
-                self.scan = at + i;
-                None
-            }
-            None => {
-                self.scan = buf.len();
+            Err(resume) => {
+                self.scan = resume;
                 None
             }
         }
     }
 
+    #[inline]
     fn parse_bulks(&mut self, buf: &[u8], limits: Limits) -> Parsed {
-        while self.left > 0 {
-            let pos = self.pos;
-            let len = match self.bulk {
+        // The loop works on local copies of the progress fields (so an
+        // argument costs a few register operations, not a round trip through
+        // `self` each) and writes them back when the request is incomplete.
+        let (mut left, mut pos, mut bulk) = (self.left, self.pos, self.bulk);
+        let mut scan = self.scan.max(pos);
+        let incomplete = loop {
+            if left == 0 {
+                break None;
+            }
+            let len = match bulk {
                 Some(len) => len,
                 None => {
                     if pos >= buf.len() {
-                        return Parsed::Incomplete { need: pos + 1 };
+                        break Some(pos + 1);
                     }
-                    let Some(nl) = self.line_end(buf, pos, b'\r') else {
-                        if buf.len() - pos > INLINE_MAX {
-                            return Parsed::Error(ProtocolError::TooBigBulkCount);
+                    let nl = match find_stop(buf, scan, b'\r') {
+                        Ok(nl) => nl,
+                        Err(resume) => {
+                            if buf.len() - pos > INLINE_MAX {
+                                return Parsed::Error(ProtocolError::TooBigBulkCount);
+                            }
+                            scan = resume;
+                            break Some(buf.len() + 1);
                         }
-                        return Parsed::Incomplete {
-                            need: buf.len() + 1,
-                        };
                     };
                     if nl + 1 >= buf.len() {
                         // Looked at again once the LF is there.
-                        self.scan = nl;
-                        return Parsed::Incomplete { need: nl + 2 };
+                        scan = nl;
+                        break Some(nl + 2);
                     }
                     if buf[pos] != b'$' {
                         return Parsed::Error(ProtocolError::ExpectedDollar(buf[pos]));
@@ -204,25 +208,30 @@ impl Decoder {
                     if !limits.authenticated && len > UNAUTH_BULK_MAX {
                         return Parsed::Error(ProtocolError::UnauthBulkLength);
                     }
-                    self.pos = nl + 2;
-                    self.bulk = Some(len as usize);
+                    pos = nl + 2;
+                    bulk = Some(len as usize);
                     len as usize
                 }
             };
-            let start = self.pos;
+            let start = pos;
             let end = start + len;
             if buf.len() < end + 2 {
-                return Parsed::Incomplete { need: end + 2 };
+                break Some(end + 2);
             }
             self.args.push((start, end));
             // Redis does not check the trailing CRLF; it skips two bytes.
-            self.pos = end + 2;
-            self.scan = self.pos;
-            self.bulk = None;
-            self.left -= 1;
+            pos = end + 2;
+            scan = pos;
+            bulk = None;
+            left -= 1;
+        };
+        match incomplete {
+            Some(need) => {
+                (self.left, self.pos, self.bulk, self.scan) = (left, pos, bulk, scan);
+                Parsed::Incomplete { need }
+            }
+            None => self.done(pos),
         }
-        let consumed = self.pos;
-        self.done(consumed)
     }
 
     fn parse_inline(&mut self, buf: &[u8]) -> Parsed {
@@ -246,6 +255,26 @@ impl Decoder {
     }
 }
 
+/// The offset of the first `byte` (`\r` or `\n`) at or after `from`, as
+/// C's `strchr` finds it: a NUL byte ends the search (Redis's query buffer is
+/// a C string there), so a line holding a NUL never ends. `Err` gives where
+/// to resume once more bytes arrive: the NUL, or the end.
+#[inline]
+fn find_stop(buf: &[u8], from: usize, byte: u8) -> Result<usize, usize> {
+    debug_assert!(byte <= b'\r');
+    for (i, &b) in buf[from..].iter().enumerate() {
+        // Both stops are at most '\r': one comparison for every other byte.
+        if b <= b'\r' && (b == byte || b == 0) {
+            return if b == byte {
+                Ok(from + i)
+            } else {
+                Err(from + i)
+            };
+        }
+    }
+    Err(buf.len())
+}
+
 /// Redis's `string2ll`: no leading `+`, no leading zeros, no spaces.
 pub fn parse_i64(s: &[u8]) -> Option<i64> {
     if s.is_empty() || s.len() > 20 {
@@ -262,6 +291,17 @@ pub fn parse_i64(s: &[u8]) -> Option<i64> {
         return None;
     }
     let mut v: u64 = 0;
+    if digits.len() <= 18 {
+        // Cannot overflow (10^18 < 2^63): no checked arithmetic, which every
+        // request's header and bulk lengths would pay for.
+        for &c in digits {
+            if !c.is_ascii_digit() {
+                return None;
+            }
+            v = v * 10 + (c - b'0') as u64;
+        }
+        return Some(if neg { -(v as i64) } else { v as i64 });
+    }
     for &c in digits {
         if !c.is_ascii_digit() {
             return None;

@@ -82,6 +82,20 @@ impl std::ops::Deref for LazySet {
     }
 }
 
+impl LazySet {
+    /// Without the shared empty set (whose first-use check costs more than
+    /// this): the gate asks on every command.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.0.as_ref().is_none_or(|s| s.is_empty())
+    }
+
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.0.as_ref().map_or(0, |s| s.len())
+    }
+}
+
 impl std::ops::DerefMut for LazySet {
     fn deref_mut(&mut self) -> &mut HashSet<Vec<u8>> {
         self.0.get_or_insert_with(Default::default)
@@ -465,6 +479,7 @@ impl Client {
     }
 
     /// True when RESP2 pub/sub rules restrict the commands this client may run.
+    #[inline]
     pub fn in_pubsub_context(&self) -> bool {
         self.reply.resp == 2
             && (!self.channels.is_empty()

@@ -40,6 +40,7 @@ pub async fn run(srv: Rc<RefCell<Server>>) {
             ticks = 0;
             release_idle_memory(&mut s, &mut closed_at_trim);
         }
+        crate::persist::aof::cron(&mut s);
         crate::command::dispatch::after_command(&mut s, &mut internal);
         super::tracking::before_sleep(&mut s, &mut internal);
         internal.reply.buf.clear();

@@ -52,6 +52,8 @@ pub struct Server {
     pub persist: crate::persist::Persist,
     /// The stream of effects replicas and the AOF replay (see [`propagate`]).
     pub prop: propagate::Propagation,
+    /// The append-only file (`crate::persist::aof`).
+    pub aof: crate::persist::aof::Aof,
     /// SLOWLOG entries (server family).
     pub slowlog: crate::cmd::server::slowlog::SlowLog,
     /// Per-command latency histograms for INFO latencystats (server family).
@@ -151,6 +153,7 @@ impl Server {
             last_save_unix: crate::clock::real_now_us() / 1_000_000,
             persist: Default::default(),
             prop: Default::default(),
+            aof: Default::default(),
             slowlog: Default::default(),
             latency: Default::default(),
             tcp_accepts: Default::default(),
@@ -343,5 +346,5 @@ impl<'a> Ctx<'a> {
 
 /// `lazyfree-lazy-expire`: expired keys propagate as UNLINK instead of DEL.
 pub fn lazy_expire(srv: &Server) -> bool {
-    srv.config.get("lazyfree-lazy-expire") == Some("yes")
+    srv.config.lazyfree_lazy_expire
 }

@@ -126,6 +126,8 @@ pub struct Propagation {
     /// A blocked client's command runs again because a key became ready
     /// (BLMOVE then propagates Redis's lowercase `left`/`right`).
     pub serving_blocked: bool,
+    /// The AOF buffer, while the AOF collects (`persist::aof`).
+    pub aof: Option<crate::persist::aof::feed::Sink>,
 }
 
 impl Propagation {
@@ -139,7 +141,12 @@ impl Propagation {
     /// nobody listens.
     #[inline]
     pub fn active(&self) -> bool {
-        !self.taps.is_empty()
+        !self.taps.is_empty() || self.aof.is_some()
+    }
+
+    /// The next command goes out after a SELECT (a new AOF file starts).
+    pub fn forget_selected(&mut self) {
+        self.selected = None;
     }
 
     /// Takes taps attached since the last look.
@@ -163,7 +170,7 @@ impl Propagation {
             self.sync();
             self.no_multi = touches_arbitrary_keys;
         }
-        if self.taps.is_empty() {
+        if !self.active() {
             return None;
         }
         self.depth += 1;
@@ -254,7 +261,7 @@ impl Propagation {
             return;
         }
         self.sync();
-        if self.taps.is_empty() {
+        if !self.active() {
             return;
         }
         self.record_expired(lazy_expire);
@@ -277,7 +284,16 @@ impl Propagation {
         }
         let ops = std::mem::take(&mut self.pending);
         let wrap = may_wrap && ops.len() > 1;
-        let mut out = Vec::new();
+        // With the AOF the only consumer, the ops are encoded straight into
+        // its buffer (no copy).
+        let direct = self.taps.is_empty();
+        let mut out = match &mut self.aof {
+            Some(sink) if direct => {
+                sink.begin();
+                std::mem::take(&mut sink.buf)
+            }
+            _ => Vec::new(),
+        };
         if wrap {
             self.select(&mut out, ops[0].db);
             out.extend_from_slice(b"*1\r\n$5\r\nMULTI\r\n");
@@ -291,6 +307,14 @@ impl Propagation {
         }
         for t in &self.taps {
             t.push(&out);
+        }
+        if let Some(sink) = &mut self.aof {
+            if direct {
+                sink.buf = out;
+            } else {
+                sink.begin();
+                sink.buf.extend_from_slice(&out);
+            }
         }
     }
 

@@ -28,7 +28,8 @@ pub fn temp_dir(tag: &str) -> PathBuf {
     d
 }
 
-fn free_port() -> u16 {
+/// A free loopback port.
+pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())

@@ -143,6 +143,10 @@ fn set(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             }
         }
     }
+    if let Err(why) = crate::persist::aof::config_changed(ctx.srv, &before, ctx.in_exec) {
+        ctx.srv.config = before;
+        return Err(set_failed("appendonly", &why));
+    }
     after_set(ctx, &before);
     ctx.out().ok();
     Ok(())

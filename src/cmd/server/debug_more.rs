@@ -31,6 +31,9 @@ pub fn run(ctx: &mut Ctx, sub: &[u8], args: &Args) -> Option<CmdResult> {
         // Redis reads the flag with atoi: any non-zero number turns it on.
         ctx.srv.active_expire = atoi(args.at(2)) != 0;
         ctx.out().ok();
+    } else if is("loadaof") {
+        crate::persist::aof::debug_loadaof(ctx.srv);
+        ctx.out().ok();
     } else if is("set-disable-deny-scripts") && args.len() == 3 {
         // Scripts may then call commands flagged noscript (a test hook).
         ctx.srv.script.allow_noscript = atoi(args.at(2)) != 0;

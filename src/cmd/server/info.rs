@@ -287,7 +287,15 @@ fn memory(srv: &Server, out: &mut String) {
         "mem_clients_slaves:0",
         "mem_clients_normal:0",
         "mem_cluster_links:0",
-        "mem_aof_buffer:0",
+    ] {
+        line!(out, "{f}");
+    }
+    line!(
+        out,
+        "mem_aof_buffer:{}",
+        crate::persist::aof::buffer_len(srv)
+    );
+    for f in [
         "mem_allocator:libc",
         "active_defrag_running:0",
         "lazyfree_pending_objects:0",
