@@ -13,14 +13,15 @@ macro_rules! field {
 }
 
 /// The `# Persistence` section. The dataset loads before clients are
-/// served, so `loading` is always 0 here and the `loading_*` fields Redis
-/// adds only while loading never show.
+/// served, so `loading` reads 1 only while a script replayed from the AOF
+/// runs past its time limit; the `loading_*` progress fields Redis adds
+/// while loading are not reported.
 pub fn persistence(srv: &Server, out: &mut String) {
     let now = crate::clock::real_now_us() / 1_000_000;
     let child = &srv.persist.child;
     let snap = &srv.persist.snapshot;
     out.push_str("# Persistence\r\n");
-    field!(out, "loading:0");
+    field!(out, "loading:{}", crate::db::loading() as u8);
     field!(out, "async_loading:0");
     // Copy-on-write sizes come from the child in Redis (a pipe); Oxidis's
     // child reports none yet.

@@ -82,7 +82,7 @@ pub fn restore(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     if ttl != 0 && !absttl {
         ttl = ttl.saturating_add(now);
     }
-    if ttl != 0 && ttl <= now {
+    if ttl != 0 && ttl <= now && !crate::db::loading() {
         if deleted {
             ctx.modified(key, notify::GENERIC, "del");
             ctx.propagate_as(&[b"DEL", key]);

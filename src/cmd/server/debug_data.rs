@@ -1,4 +1,4 @@
-//! DEBUG subcommands on keys and persistence: OBJECT, POPULATE, LOG, SET-SKIP-CHECKSUM-VALIDATION.
+//! DEBUG subcommands on keys and persistence: OBJECT, POPULATE, LOG, SET-SKIP-CHECKSUM-VALIDATION, AOF-FLUSH-SLEEP.
 
 use crate::command::Args;
 use crate::db::Value;
@@ -22,6 +22,9 @@ pub fn run(ctx: &mut Ctx, sub: &[u8], args: &Args) -> Option<CmdResult> {
             "DEBUG LOG: {}",
             String::from_utf8_lossy(args.at(2))
         ));
+    } else if is("aof-flush-sleep") && n == 3 {
+        let us = super::debug_more::atoi(args.at(2));
+        ctx.srv.aof.flush_sleep_us = us.max(0) as u64;
     } else if is("set-skip-checksum-validation") && n == 3 {
         // RESTORE payloads and RDB files are then taken without their CRC64.
         ctx.srv.persist.skip_checksum = super::debug_more::atoi(args.at(2)) != 0;
