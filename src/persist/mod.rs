@@ -73,7 +73,7 @@ impl KeyDelay {
             self.seed ^= self.seed << 13;
             self.seed ^= self.seed >> 7;
             self.seed ^= self.seed << 17;
-            (self.seed % self.usec.unsigned_abs() == 0) as u64
+            self.seed.is_multiple_of(self.usec.unsigned_abs()) as u64
         };
         if us > 0 {
             std::thread::sleep(std::time::Duration::from_micros(us));

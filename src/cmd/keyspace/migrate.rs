@@ -201,10 +201,17 @@ fn attempt(
     dbid: i64,
     timeout: Duration,
 ) -> Result<CmdResult, SocketErr> {
-    let Some((mut conn, last_dbid)) = get_socket(name, args.at(1), args.at(2), timeout) else {
-        return Ok(Err(Error::coded(
-            "IOERR error or timeout connecting to the client",
-        )));
+    let (mut conn, last_dbid) = match get_socket(name, args.at(1), args.at(2), timeout) {
+        Connected::Yes(conn, dbid) => (conn, dbid),
+        Connected::No => {
+            return Ok(Err(Error::coded(
+                "IOERR error or timeout connecting to the client",
+            )))
+        }
+        // Redis's blocking connect only waits for the socket to turn
+        // writable, which a refused connection also does: the failure
+        // shows when the RESTOREs are written.
+        Connected::Failed(e) => return Err(SocketErr::new(true, &e)),
     };
     let mut cmd = Vec::new();
     if let Some((user, pass)) = o.auth {
@@ -274,11 +281,9 @@ fn attempt(
             .flatten()
             .find(|l| l.first() == Some(&b'-'));
         match refused {
-            Some(err) => {
-                if target_error.is_none() {
-                    target_error = Some(err[1..].to_vec());
-                }
-            }
+            // The first error is the one answered.
+            Some(err) if target_error.is_none() => target_error = Some(err[1..].to_vec()),
+            Some(_) => {}
             None if !o.copy => {
                 ctx.delete_key(key);
                 acked.push(key);
@@ -321,15 +326,19 @@ fn attempt(
     Ok(Ok(()))
 }
 
-/// The cached connection to `host:port` (a new one when there is none; a
-/// random one is dropped when the cache is full), with the database last
-/// selected on it; None when connecting failed.
-fn get_socket(
-    name: &[u8],
-    host: &[u8],
-    port: &[u8],
-    timeout: Duration,
-) -> Option<(TcpStream, i64)> {
+/// What [`get_socket`] got.
+enum Connected {
+    /// A connection, with the database last selected on it (-1: unknown).
+    Yes(TcpStream, i64),
+    /// The address did not resolve, or connecting timed out.
+    No,
+    /// Connecting failed otherwise (e.g. refused).
+    Failed(io::Error),
+}
+
+/// The cached connection to `host:port`, or a new one (cached; when the
+/// cache is full an arbitrary one is dropped first).
+fn get_socket(name: &[u8], host: &[u8], port: &[u8], timeout: Duration) -> Connected {
     let now = clock::real_now_us() / 1_000_000;
     let cached = CACHE.with(|c| {
         let mut c = c.borrow_mut();
@@ -337,8 +346,8 @@ fn get_socket(
         cs.last_use = now;
         Some((cs.conn.try_clone().ok()?, cs.last_dbid))
     });
-    if cached.is_some() {
-        return cached;
+    if let Some((conn, dbid)) = cached {
+        return Connected::Yes(conn, dbid);
     }
     CACHE.with(|c| {
         let mut c = c.borrow_mut();
@@ -348,12 +357,33 @@ fn get_socket(
             }
         }
     });
-    let host = std::str::from_utf8(host).ok()?;
-    let port: u16 = std::str::from_utf8(port).ok()?.parse().ok()?;
-    let addr = (host, port).to_socket_addrs().ok()?.next()?;
-    let conn = TcpStream::connect_timeout(&addr, timeout).ok()?;
+    let addr = std::str::from_utf8(host).ok().zip(
+        std::str::from_utf8(port)
+            .ok()
+            .and_then(|p| p.parse::<u16>().ok()),
+    );
+    let Some(addr) = addr
+        .and_then(|a| a.to_socket_addrs().ok())
+        .and_then(|mut a| a.next())
+    else {
+        return Connected::No;
+    };
+    let conn = match TcpStream::connect_timeout(&addr, timeout) {
+        Ok(c) => c,
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock
+            ) =>
+        {
+            return Connected::No
+        }
+        Err(e) => return Connected::Failed(e),
+    };
     let _ = conn.set_nodelay(true);
-    let kept = conn.try_clone().ok()?;
+    let Ok(kept) = conn.try_clone() else {
+        return Connected::No;
+    };
     CACHE.with(|c| {
         c.borrow_mut().insert(
             name.to_vec(),
@@ -364,7 +394,7 @@ fn get_socket(
             },
         )
     });
-    Some((conn, -1))
+    Connected::Yes(conn, -1)
 }
 
 /// Appends `argv` as a RESP multibulk.

@@ -88,10 +88,10 @@ fn object(ctx: &mut Ctx, key: &[u8]) -> CmdResult {
 /// bytes: `value:<j>` cut or padded with zero bytes. As in Redis, no dirty
 /// count, no keyspace event and no propagation: only WATCH sees the keys.
 fn populate(ctx: &mut Ctx, args: &Args) -> CmdResult {
+    // Redis's getPositiveLongFromObjectOrReply: one error for both cases.
     let positive = |b: &[u8]| match crate::types::number::parse_i64(b) {
         Some(v) if v >= 0 => Ok(v as usize),
-        Some(_) => Err(Error::MustBePositive),
-        None => Err(Error::NotInteger),
+        _ => Err(Error::MustBePositive),
     };
     let count = positive(args.at(2))?;
     let size = if args.len() == 5 {

@@ -379,7 +379,8 @@ pub fn load_dataset_with(
                     let e = fail(format!(
                         "Wrong RDB checksum expected: ({expected:x}) but got ({file_crc:x}). Aborting now."
                     ));
-                    internal_error(at, "RDB CRC error", &info);
+                    // redis-check-rdb reports the offset after the checksum.
+                    internal_error(r.pos, "RDB CRC error", &info);
                     return Err(e);
                 }
             }
