@@ -716,3 +716,42 @@ fn clients_get_loading_during_a_slow_aof_replay_as_redis() {
     assert_eq!(ours, redis);
     assert!(ours[0].starts_with("-LOADING"), "{ours:?}");
 }
+
+/// A BGSAVE child reports its progress and copy-on-write size to the
+/// parent (INFO persistence `current_*`, then `rdb_last_cow_size`), as
+/// Redis's child does through its info pipe.
+#[test]
+fn bgsave_child_reports_progress_and_cow_as_redis() {
+    let (ours, redis) = both(&["--rdb-key-save-delay", "1000"], |c, _| {
+        fill(c, 3000);
+        let mut out = vec![run(c, &["BGSAVE"])];
+        let mut progressed = false;
+        for _ in 0..1500 {
+            let keys: u64 = info_field(c, "current_save_keys_processed")
+                .parse()
+                .unwrap();
+            let perc: f64 = info_field(c, "current_fork_perc").parse().unwrap();
+            if keys > 0 && perc > 0.0 && keys <= 3000 {
+                progressed = true;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        out.push(progressed.to_string());
+        // Writes while the child runs copy pages.
+        fill(c, 3000);
+        out.push(wait_bgsave(c, 1));
+        let cow: u64 = info_field(c, "rdb_last_cow_size").parse().unwrap();
+        out.push((cow > 0).to_string());
+        for f in [
+            "current_cow_size",
+            "current_save_keys_processed",
+            "current_save_keys_total",
+        ] {
+            out.push(info_field(c, f));
+        }
+        out
+    });
+    assert_eq!(ours, redis);
+    assert_eq!(ours[1], "true");
+}

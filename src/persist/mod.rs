@@ -13,6 +13,7 @@
 
 pub mod aof;
 pub mod child;
+pub mod child_info;
 pub mod info;
 pub mod rdb;
 pub mod snapshot;
@@ -94,6 +95,7 @@ pub fn child_done(srv: &mut Server, running: child::Running, exit: child::Exit) 
 /// child is reaped and its owner told.
 pub fn cron(srv: &mut Server) {
     if srv.persist.child.active() {
+        srv.persist.child.info.drain();
         child::check_done(srv);
     }
     snapshot::cron(srv);

@@ -113,6 +113,7 @@ pub fn write_dataset_with(
             e.string(key);
             e.object(&entry.val);
             delay.wait();
+            crate::persist::child_info::key_saved();
             if e.buf.len() >= CHUNK {
                 flush(&mut e, out)?;
             }
