@@ -499,6 +499,7 @@ fn skip_checksum_validation_as_redis() {
     });
     assert_eq!(ours, redis);
     assert_eq!(ours[2], "OK");
+    assert!(ours.iter().any(|l| l == "DEL k"), "{ours:?}");
 }
 
 /// The INFO `migrate_cached_sockets` field.
@@ -518,7 +519,7 @@ fn migrate_as_redis() {
     let t = std::cell::RefCell::new(target.conn());
     // Each source moves keys into its own database of the one target.
     let db = std::cell::Cell::new(1);
-    let (ours, redis) = both(&[], |c, _| {
+    let (ours, redis) = both(&["--appendonly", "yes"], |c, _| {
         let d = db.get().to_string();
         db.set(db.get() + 1);
         run(&mut t.borrow_mut(), &["SELECT", &d]);
@@ -560,10 +561,42 @@ fn migrate_as_redis() {
         out.push(m(c, &["b", "1000", "AUTH", "pw"]));
         out.push(run(c, &["MIGRATE", "127.0.0.1", &closed, "b", "0", "1000"]));
         out.push(run(c, &["EXISTS", "b"]));
+        // What reached the AOF for the moves: DEL of the acknowledged keys.
+        out.extend(
+            aof_commands(c)
+                .into_iter()
+                .filter(|cmd| cmd.starts_with("DEL")),
+        );
         out
     });
     assert_eq!(ours, redis);
     assert_eq!(ours[2], "OK");
+    assert!(ours.iter().any(|l| l == "DEL k"), "{ours:?}");
+}
+
+/// The commands in the server's AOF incr file, each as its words joined by spaces.
+fn aof_commands(c: &mut redis::Connection) -> Vec<String> {
+    let cfg: Vec<String> = redis::cmd("CONFIG").arg("GET").arg("dir").query(c).unwrap();
+    let adir = PathBuf::from(&cfg[1]).join("appendonlydir");
+    let manifest = std::fs::read_to_string(adir.join("appendonly.aof.manifest")).unwrap();
+    let incr = manifest
+        .lines()
+        .find(|l| l.ends_with("type i"))
+        .and_then(|l| l.split(' ').nth(1))
+        .unwrap()
+        .to_string();
+    let data = std::fs::read(adir.join(incr)).unwrap();
+    let text = String::from_utf8_lossy(&data);
+    let mut lines = text.split("\r\n");
+    let mut out = Vec::new();
+    while let Some(l) = lines.next() {
+        let Some(n) = l.strip_prefix('*').and_then(|n| n.parse::<usize>().ok()) else {
+            continue;
+        };
+        let words: Vec<&str> = (0..n).filter_map(|_| lines.nth(1)).collect();
+        out.push(words.join(" "));
+    }
+    out
 }
 
 /// An old-style single AOF file that pushes, expires in the past, pushes
