@@ -80,6 +80,8 @@ pub static ACTED: &[&str] = &[
     "save",
     "dbfilename",
     "stop-writes-on-bgsave-error",
+    "rdb-key-save-delay",
+    "key-load-delay",
     "rdb-save-incremental-fsync",
     "shutdown-on-sigterm",
     "shutdown-on-sigint",

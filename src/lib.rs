@@ -111,10 +111,18 @@ pub fn start(mut config: Config) -> std::io::Result<Handle> {
     if ephemeral {
         config.bind = vec!["127.0.0.1".into()];
     }
-    run_on_thread(config, ephemeral, false)
+    run_on_thread(config, ephemeral, false, None)
 }
 
-fn run_on_thread(config: Config, ephemeral: bool, signals: bool) -> std::io::Result<Handle> {
+/// Runs the server on its own thread. `announce` runs once the sockets are
+/// bound, before the dataset loads (redis-server's logo and "Server
+/// initialized" come before "DB loaded from disk").
+fn run_on_thread(
+    config: Config,
+    ephemeral: bool,
+    signals: bool,
+    announce: Option<Box<dyn FnOnce() + Send>>,
+) -> std::io::Result<Handle> {
     let (tx, rx) = std::sync::mpsc::channel();
     let stop = Arc::new(Notify::new());
     let stop2 = stop.clone();
@@ -147,6 +155,9 @@ fn run_on_thread(config: Config, ephemeral: bool, signals: bool) -> std::io::Res
                         let srv = Rc::new(RefCell::new(server::Server::new(config)));
                         if let Some(a) = addrs.first() {
                             srv.borrow_mut().config.port = a.port();
+                        }
+                        if let Some(f) = announce {
+                            f();
                         }
                         // The dataset loads before any client is served
                         // (connections wait in the listen backlog).
@@ -209,13 +220,15 @@ pub fn run_main(config: Config) -> std::io::Result<()> {
     let show_logo = config.get("always-show-logo") == Some("yes")
         || (config.logfile.as_deref().unwrap_or("").is_empty()
             && std::io::IsTerminal::is_terminal(&std::io::stdout()));
-    let handle = run_on_thread(config, false, true)?;
-    if show_logo {
-        log::raw_notice(&logo(port));
-    } else {
-        log::notice(&format!("Running mode=standalone, port={port}."));
-    }
-    log::notice("Server initialized");
+    let announce = Box::new(move || {
+        if show_logo {
+            log::raw_notice(&logo(port));
+        } else {
+            log::notice(&format!("Running mode=standalone, port={port}."));
+        }
+        log::notice("Server initialized");
+    });
+    let handle = run_on_thread(config, false, true, Some(announce))?;
     if let Some(u) = unix {
         log::notice(&format!(
             "The server is now ready to accept connections at {u}"

@@ -1,7 +1,9 @@
 //! Snapshots with the real binaries as processes, each in its own --dir:
 //! SAVE/BGSAVE and restart, save points, SIGTERM and SHUTDOWN saving,
 //! MISCONF after a failed BGSAVE, a kill -9 during BGSAVE, and a real
-//! redis-server 7.0.15 loading what Oxidis saved. Where a reply or a field
+//! redis-server 7.0.15 loading what Oxidis saved; what Redis's own suite
+//! leans on around persistence (DEBUG OBJECT/POPULATE/RELOAD hooks, the
+//! save and load delays, MIGRATE, AOF loading rules, load failure logs). Where a reply or a field
 //! is compared, the same steps run against redis-server in the same test.
 
 mod common;
@@ -110,10 +112,10 @@ fn oxidis() -> PathBuf {
 }
 
 /// One reply as text: status/bulk/int as their text, errors as `-ERR ...`.
-fn run(c: &mut redis::Connection, args: &[&str]) -> String {
-    let mut cmd = redis::cmd(args[0]);
-    for a in &args[1..] {
-        cmd.arg(*a);
+fn run<A: redis::ToRedisArgs>(c: &mut redis::Connection, args: &[A]) -> String {
+    let mut cmd = redis::Cmd::new();
+    for a in args {
+        cmd.arg(a);
     }
     match cmd.query::<Value>(c) {
         Ok(Value::Okay) => "OK".into(),
@@ -396,4 +398,388 @@ fn real_redis_loads_what_oxidis_saved() {
     assert_eq!(run(&mut rc, &["GET", "key:123"]), "value:123");
     assert_eq!(run(&mut rc, &["LINDEX", "list", "2"]), "c");
     assert_eq!(run(&mut rc, &["HGET", "hash", "f"]), "v");
+}
+
+/// Replies of `steps` against Oxidis and redis-server, each started in a
+/// new dir with `flags` (DEBUG allowed).
+fn both<F: Fn(&mut redis::Connection, &Srv) -> Vec<String>>(
+    flags: &[&str],
+    steps: F,
+) -> (Vec<String>, Vec<String>) {
+    let mut f = vec!["--enable-debug-command", "yes", "--save", ""];
+    f.extend_from_slice(flags);
+    let go = |bin: &Path| {
+        let dir = temp_dir("suite-hooks");
+        let s = start(bin, &dir, &f);
+        steps(&mut s.conn(), &s)
+    };
+    (go(&oxidis()), go(&real_redis::binary()))
+}
+
+/// DEBUG OBJECT without the parts that differ between any two servers
+/// (the address and the LRU clock).
+fn debug_object(c: &mut redis::Connection, key: &str) -> String {
+    let r = run(c, &["DEBUG", "OBJECT", key]);
+    r.split(' ')
+        .filter(|w| !w.starts_with("at:") && !w.starts_with("lru:"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[test]
+fn debug_object_as_redis() {
+    let (ours, redis) = both(&[], |c, _| {
+        run(c, &["SET", "int", "123"]);
+        run(c, &["SET", "shared", "9999"]);
+        run(c, &["SET", "str", "hello"]);
+        run(c, &["SET", "long", &"x".repeat(100)]);
+        run(c, &["RPUSH", "list", "a", "b", "1", "22"]);
+        run(c, &["HSET", "hash", "f", "v", "g", "w"]);
+        run(c, &["SADD", "ints", "1", "2", "3"]);
+        run(c, &["SADD", "set", "a", "b"]);
+        run(c, &["ZADD", "zset", "1", "a", "2.5", "b"]);
+        let mut out: Vec<String> = [
+            "int", "shared", "str", "long", "list", "hash", "ints", "set", "zset",
+        ]
+        .iter()
+        .map(|k| debug_object(c, k))
+        .collect();
+        out.push(run(c, &["CONFIG", "SET", "rdbcompression", "no"]));
+        out.push(debug_object(c, "long"));
+        out.push(run(c, &["DEBUG", "OBJECT", "missing"]));
+        out.push(run(c, &["DEBUG", "OBJECT"]));
+        out
+    });
+    assert_eq!(ours, redis);
+    assert!(ours[4].contains("ql_nodes:1"), "{ours:?}");
+}
+
+#[test]
+fn debug_populate_as_redis() {
+    let (ours, redis) = both(&[], |c, _| {
+        let mut out = vec![run(c, &["SET", "key:3", "mine"])];
+        out.push(run(c, &["DEBUG", "POPULATE", "10"]));
+        out.push(run(c, &["DEBUG", "POPULATE", "5", "p", "3"]));
+        out.push(run(c, &["DEBUG", "POPULATE", "5", "q", "20"]));
+        out.push(run(c, &["GET", "key:3"]));
+        out.push(run(c, &["DEBUG", "DIGEST"]));
+        out.push(run(c, &["DBSIZE"]));
+        out.push(run(c, &["DEBUG", "POPULATE", "-1"]));
+        out.push(run(c, &["DEBUG", "POPULATE", "x"]));
+        out.push(run(c, &["DEBUG", "POPULATE", "1", "k", "-5"]));
+        out.push(run(c, &["DEBUG", "LOG", "hello"]));
+        out
+    });
+    assert_eq!(ours, redis);
+}
+
+#[test]
+fn skip_checksum_validation_as_redis() {
+    let (ours, redis) = both(&[], |c, _| {
+        let mut p: Vec<u8> = redis::cmd("DUMP")
+            .arg("nokey")
+            .query::<Option<Vec<u8>>>(c)
+            .unwrap()
+            .unwrap_or_default();
+        run(c, &["SET", "k", "some value"]);
+        if let Some(d) = redis::cmd("DUMP")
+            .arg("k")
+            .query::<Option<Vec<u8>>>(c)
+            .unwrap()
+        {
+            p = d;
+        }
+        let n = p.len();
+        p[n - 1] ^= 0xff;
+        let mut out = vec![run(c, &[&b"RESTORE"[..], b"a", b"0", &p])];
+        out.push(run(c, &["DEBUG", "SET-SKIP-CHECKSUM-VALIDATION", "1"]));
+        out.push(run(c, &[&b"RESTORE"[..], b"a", b"0", &p]));
+        out.push(run(c, &["GET", "a"]));
+        out
+    });
+    assert_eq!(ours, redis);
+    assert_eq!(ours[2], "OK");
+}
+
+/// The INFO `migrate_cached_sockets` field.
+fn migrate_sockets(c: &mut redis::Connection) -> String {
+    let info: String = redis::cmd("INFO").arg("stats").query(c).unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix("migrate_cached_sockets:"))
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn migrate_as_redis() {
+    let target = real_redis::RedisServer::start_in(&temp_dir("migrate-target"), &[]);
+    let tport = target.port.to_string();
+    let closed = free_port().to_string();
+    let t = std::cell::RefCell::new(target.conn());
+    // Each source moves keys into its own database of the one target.
+    let db = std::cell::Cell::new(1);
+    let (ours, redis) = both(&["--appendonly", "yes"], |c, _| {
+        let d = db.get().to_string();
+        db.set(db.get() + 1);
+        run(&mut t.borrow_mut(), &["SELECT", &d]);
+        let m = |c: &mut redis::Connection, rest: &[&str]| {
+            let mut a = vec!["MIGRATE", "127.0.0.1", &tport];
+            a.extend_from_slice(&rest[..1]);
+            a.push(&d);
+            a.extend_from_slice(&rest[1..]);
+            run(c, &a)
+        };
+        run(c, &["SET", "k", "v"]);
+        run(c, &["PEXPIRE", "k", "100000"]);
+        run(c, &["RPUSH", "list", "a", "b"]);
+        run(c, &["MSET", "a", "1", "b", "2", "c", "3"]);
+        let mut out = vec![migrate_sockets(c)];
+        out.push(m(c, &["nokey", "1000"]));
+        out.push(m(c, &["k", "1000"]));
+        out.push(migrate_sockets(c));
+        out.push(run(c, &["EXISTS", "k"]));
+        out.push(
+            (run(&mut t.borrow_mut(), &["PTTL", "k"])
+                .parse::<i64>()
+                .unwrap()
+                > 0)
+            .to_string(),
+        );
+        out.push(m(c, &["list", "1000", "COPY"]));
+        out.push(m(c, &["list", "1000", "COPY"]));
+        out.push(m(c, &["list", "1000", "COPY", "REPLACE"]));
+        out.push(run(c, &["EXISTS", "list"]));
+        run(&mut t.borrow_mut(), &["SET", "b", "busy"]);
+        out.push(m(c, &["", "1000", "KEYS", "a", "b", "c", "none"]));
+        out.push(run(c, &["MGET", "a", "b", "c"]));
+        out.push(run(&mut t.borrow_mut(), &["MGET", "a", "b", "c"]));
+        out.push(m(c, &["x", "1000", "KEYS", "b"]));
+        out.push(m(c, &["b", "1000", "BOGUS"]));
+        out.push(m(c, &["b", "1000", "AUTH"]));
+        out.push(m(c, &["b", "notanumber"]));
+        out.push(m(c, &["b", "1000", "AUTH", "pw"]));
+        out.push(run(c, &["MIGRATE", "127.0.0.1", &closed, "b", "0", "1000"]));
+        out.push(run(c, &["EXISTS", "b"]));
+        // What reached the AOF for the moves: DEL of the acknowledged keys.
+        out.extend(
+            aof_commands(c)
+                .into_iter()
+                .filter(|cmd| cmd.starts_with("DEL")),
+        );
+        out
+    });
+    assert_eq!(ours, redis);
+    assert_eq!(ours[2], "OK");
+    assert!(ours.iter().any(|l| l == "DEL k"), "{ours:?}");
+}
+
+/// The path of the server's AOF incr file (from its manifest).
+fn incr_aof_path(c: &mut redis::Connection) -> PathBuf {
+    let cfg: Vec<String> = redis::cmd("CONFIG").arg("GET").arg("dir").query(c).unwrap();
+    let adir = PathBuf::from(&cfg[1]).join("appendonlydir");
+    let manifest = std::fs::read_to_string(adir.join("appendonly.aof.manifest")).unwrap();
+    let incr = manifest
+        .lines()
+        .find(|l| l.ends_with("type i"))
+        .and_then(|l| l.split(' ').nth(1))
+        .unwrap()
+        .to_string();
+    adir.join(incr)
+}
+
+/// The commands in the server's AOF incr file, each as its words joined by spaces.
+fn aof_commands(c: &mut redis::Connection) -> Vec<String> {
+    let data = std::fs::read(incr_aof_path(c)).unwrap();
+    let text = String::from_utf8_lossy(&data);
+    let mut lines = text.split("\r\n");
+    let mut out = Vec::new();
+    while let Some(l) = lines.next() {
+        let Some(n) = l.strip_prefix('*').and_then(|n| n.parse::<usize>().ok()) else {
+            continue;
+        };
+        let words: Vec<&str> = (0..n).filter_map(|_| lines.nth(1)).collect();
+        out.push(words.join(" "));
+    }
+    out
+}
+
+/// An old-style single AOF file that pushes, expires in the past, pushes
+/// again: Redis keeps the key while loading (nothing expires then) and it
+/// is gone once loaded.
+#[test]
+fn aof_loading_keeps_past_expiry_times_until_loaded() {
+    let steps = |bin: &Path| {
+        let dir = temp_dir("aof-expire-load");
+        let mut aof = Vec::new();
+        for args in [
+            &["RPUSH", "list", "foo"][..],
+            &["PEXPIREAT", "list", "1000"],
+            &["RPUSH", "list", "bar"],
+            &["SET", "s", "v"],
+            &["PEXPIREAT", "s", "1000"],
+            &["SET", "t", "v", "PXAT", "1000"],
+            &["SET", "u", "v"],
+        ] {
+            aof.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+            for a in args {
+                aof.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
+            }
+        }
+        std::fs::write(dir.join("appendonly.aof"), aof).unwrap();
+        let s = start(bin, &dir, &["--appendonly", "yes", "--save", ""]);
+        let mut c = s.conn();
+        ["LLEN list", "EXISTS s", "EXISTS t", "DBSIZE"]
+            .iter()
+            .map(|q| run(&mut c, &q.split(' ').collect::<Vec<_>>()))
+            .collect::<Vec<_>>()
+    };
+    let ours = steps(&oxidis());
+    assert_eq!(ours, steps(&real_redis::binary()));
+    assert_eq!(ours, ["0", "0", "0", "1"]);
+}
+
+/// A dump whose checksum is wrong: the server shows its logo (with the
+/// PID line Redis's test harness waits for) before loading, then logs the
+/// CRC error report Redis logs for the same bytes, and exits.
+#[test]
+fn a_corrupt_dump_is_reported_after_the_logo_as_redis() {
+    let dir = temp_dir("crc-src");
+    let s = start(&oxidis(), &dir, &["--save", ""]);
+    let mut c = s.conn();
+    fill(&mut c, 3);
+    run(&mut c, &["SAVE"]);
+    let mut image = std::fs::read(dir.join("dump.rdb")).unwrap();
+    let n = image.len();
+    image[n - 8..].copy_from_slice(b"foobar00");
+    let report = |bin: &Path| {
+        let d = temp_dir("crc-load");
+        std::fs::write(d.join("dump.rdb"), &image).unwrap();
+        let log = d.join("server.log");
+        let st = Command::new(bin)
+            .args([
+                "--port",
+                &free_port().to_string(),
+                "--dir",
+                d.to_str().unwrap(),
+            ])
+            .args([
+                "--logfile",
+                log.to_str().unwrap(),
+                "--always-show-logo",
+                "yes",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .output()
+            .unwrap();
+        let text = std::fs::read_to_string(&log).unwrap() + &String::from_utf8_lossy(&st.stdout);
+        let pid_at = text.find(" PID: ").expect("the logo's PID line");
+        let crc_at = text.find("RDB CRC error").expect("the CRC error");
+        assert!(pid_at < crc_at, "{text}");
+        let lines: Vec<String> = text
+            .lines()
+            .filter(|l| l.contains("] RDB CRC error") || l.contains("[info]"))
+            .map(|l| l.rsplit(['#', '*']).next().unwrap().trim().to_string())
+            .collect();
+        (st.status.code(), lines)
+    };
+    let ours = report(&oxidis());
+    let redis = report(&real_redis::binary());
+    assert_eq!(ours.0, redis.0);
+    assert_eq!(ours.1, redis.1);
+}
+
+/// `rdb-key-save-delay` slows each key of a BGSAVE (1 s per key here):
+/// the save is still running right after it started.
+#[test]
+fn rdb_key_save_delay_slows_bgsave_as_redis() {
+    let (ours, redis) = both(&["--rdb-key-save-delay", "1000000"], |c, _| {
+        fill(c, 3);
+        let mut out = vec![run(c, &["BGSAVE"])];
+        out.push(info_field(c, "rdb_bgsave_in_progress"));
+        out.push(run(c, &["CONFIG", "GET", "rdb-key-save-delay"]));
+        out
+    });
+    assert_eq!(ours, redis);
+    assert_eq!(ours[1], "1");
+}
+
+/// While a script replayed by DEBUG LOADAOF runs past `lua-time-limit`,
+/// other clients get LOADING (not BUSY), as in Redis.
+#[test]
+fn clients_get_loading_during_a_slow_aof_replay_as_redis() {
+    let (ours, redis) = both(
+        &[
+            "--appendonly",
+            "yes",
+            "--lua-time-limit",
+            "1",
+            "--aof-use-rdb-preamble",
+            "no",
+        ],
+        |c, srv| {
+            // The incr file holds a script that outlives lua-time-limit.
+            let incr = incr_aof_path(c);
+            let script = "redis.call('set',KEYS[1],'y'); for i=1,3000000 do redis.call('ping') end return 'ok'";
+            let mut aof = String::from("*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n");
+            aof += &format!(
+                "*4\r\n$4\r\nEVAL\r\n${}\r\n{script}\r\n$1\r\n1\r\n$1\r\nx\r\n",
+                script.len()
+            );
+            std::fs::write(incr, aof).unwrap();
+            let mut busy = srv.conn();
+            let h = std::thread::spawn(move || run(&mut busy, &["DEBUG", "LOADAOF"]));
+            let mut seen = String::new();
+            while !h.is_finished() {
+                let r = run(c, &["PING"]);
+                if r.starts_with('-') {
+                    seen = r;
+                    break;
+                }
+            }
+            let done = h.join().unwrap();
+            vec![seen, done, run(c, &["GET", "x"])]
+        },
+    );
+    assert_eq!(ours, redis);
+    assert!(ours[0].starts_with("-LOADING"), "{ours:?}");
+}
+
+/// A BGSAVE child reports its progress and copy-on-write size to the
+/// parent (INFO persistence `current_*`, then `rdb_last_cow_size`), as
+/// Redis's child does through its info pipe.
+#[test]
+fn bgsave_child_reports_progress_and_cow_as_redis() {
+    let (ours, redis) = both(&["--rdb-key-save-delay", "1000"], |c, _| {
+        fill(c, 3000);
+        let mut out = vec![run(c, &["BGSAVE"])];
+        let mut progressed = false;
+        for _ in 0..1500 {
+            let keys: u64 = info_field(c, "current_save_keys_processed")
+                .parse()
+                .unwrap();
+            let perc: f64 = info_field(c, "current_fork_perc").parse().unwrap();
+            if keys > 0 && perc > 0.0 && keys <= 3000 {
+                progressed = true;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        out.push(progressed.to_string());
+        // Writes while the child runs copy pages.
+        fill(c, 3000);
+        out.push(wait_bgsave(c, 1));
+        let cow: u64 = info_field(c, "rdb_last_cow_size").parse().unwrap();
+        out.push((cow > 0).to_string());
+        for f in [
+            "current_cow_size",
+            "current_save_keys_processed",
+            "current_save_keys_total",
+        ] {
+            out.push(info_field(c, f));
+        }
+        out
+    });
+    assert_eq!(ours, redis);
+    assert_eq!(ours[1], "true");
 }

@@ -128,7 +128,7 @@ pub fn admit(srv: &Server, client: &Client, cmd: CmdRef, args: &Args, caller: Ca
     if client.in_pubsub_context() && !spec.has(flags::PUBSUB_CONTEXT) {
         return reject(Rejection::PubSubContext(spec.full_name()));
     }
-    if let Some(r) = loading(srv, cmd) {
+    if let Some(r) = loading(cmd, caller) {
         return reject(r);
     }
     if let Caller::WhileBusy { function } = caller {
@@ -260,11 +260,15 @@ fn read_only_replica(_srv: &Server, _cmd: CmdRef) -> Option<Rejection> {
     None
 }
 
-/// LOADING stage: commands without the `loading` flag are refused while the
-/// dataset loads. Issue 12 (persistence) fills it; nothing loads yet.
+/// LOADING stage: while the dataset loads, requests from connections
+/// (served while a script replayed from the AOF runs past its time limit)
+/// are refused unless the command has the `loading` flag. The loader's own
+/// commands and what scripts call are not (Redis's `processCommand` only).
 #[inline]
-fn loading(_srv: &Server, _cmd: CmdRef) -> Option<Rejection> {
-    None
+fn loading(cmd: CmdRef, caller: Caller) -> Option<Rejection> {
+    let from_connection = matches!(caller, Caller::Client | Caller::WhileBusy { .. });
+    (from_connection && crate::db::loading() && !cmd.spec.has(flags::LOADING))
+        .then_some(Rejection::Loading)
 }
 
 /// CLIENT PAUSE stage: every command under `PAUSE ALL`; under `PAUSE WRITE`

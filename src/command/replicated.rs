@@ -54,6 +54,10 @@ pub static RULES: &[(&str, Rule)] = &[
     ("move", Verbatim),
     ("swapdb", Verbatim),
     (
+        "migrate",
+        Rewritten("DEL of the keys the target acknowledged (nothing with COPY)"),
+    ),
+    (
         "restore",
         Rewritten("a relative ttl as RESTORE key abs-ms payload ... ABSTTL; DEL key when the ttl is past and REPLACE removed a key"),
     ),

@@ -82,6 +82,23 @@ pub fn expiry_held() -> bool {
     until != 0 && clock::real_now_us() / 1000 < until
 }
 
+thread_local! {
+    /// Set while the dataset loads (an AOF replay): nothing expires, and
+    /// past expiry times are kept rather than deleting the key (Redis's
+    /// `server.loading` in `keyIsExpired` and `checkAlreadyExpired`).
+    static LOADING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Marks the start (or end) of a load; see [`loading`].
+pub fn set_loading(on: bool) {
+    LOADING.with(|c| c.set(on));
+}
+
+/// True while the dataset loads: keys do not expire.
+pub fn loading() -> bool {
+    LOADING.with(|c| c.get())
+}
+
 fn now_secs() -> u32 {
     (clock::now_ms() / 1000) as u32
 }
@@ -195,7 +212,7 @@ impl Db {
 
     /// Deletes `key` if its time has come; true when it did.
     fn expire_if_needed(&mut self, key: &[u8]) -> bool {
-        if self.expires.is_empty() {
+        if self.expires.is_empty() || loading() {
             return false;
         }
         match self.expires.get(key) {
@@ -211,7 +228,7 @@ impl Db {
     /// holds expiry; true when the key is due but held (reads then treat it
     /// as missing).
     fn expire_for_read(&mut self, key: &[u8]) -> bool {
-        if self.expires.is_empty() {
+        if self.expires.is_empty() || loading() {
             return false;
         }
         match self.expires.get(key) {

@@ -92,6 +92,8 @@ pub struct Children {
     pub total_forks: u64,
     /// Keys in the dataset at the last fork (INFO `current_save_keys_total`).
     pub keys_total: u64,
+    /// What the child reports while it runs (see `child_info`).
+    pub info: super::child_info::Reports,
 }
 
 impl Children {
@@ -120,15 +122,28 @@ where
         return Err(std::io::Error::from_raw_os_error(libc::EEXIST));
     }
     let start = Instant::now();
+    let pipe = super::child_info::open_pipe();
+    let close = |fd: i32| {
+        // SAFETY: closing a pipe end we opened.
+        unsafe { libc::close(fd) };
+    };
     // SAFETY: fork has no preconditions; the child side below only does
     // what is fork-safe (module notes) and always ends in _exit.
     let pid = unsafe { libc::fork() };
     if pid == 0 {
-        in_child(|| job(srv));
+        in_child(pipe.map(|p| p.1), kind, || job(srv));
+    }
+    if let Some((_, w)) = pipe {
+        close(w);
     }
     if pid < 0 {
-        return Err(std::io::Error::last_os_error());
+        let e = std::io::Error::last_os_error();
+        if let Some((r, _)) = pipe {
+            close(r);
+        }
+        return Err(e);
     }
+    srv.persist.child.info.start(pipe.map(|p| p.0));
     let keys_total = srv.ks.dbs.iter().map(|db| db.len() as u64).sum();
     let c = &mut srv.persist.child;
     c.keys_total = keys_total;
@@ -145,8 +160,9 @@ where
     Ok(pid)
 }
 
-/// The child's whole life: set up, run, `_exit`. Never returns.
-fn in_child<F: FnOnce() -> Result<(), Failed>>(job: F) -> ! {
+/// The child's whole life: set up, run, report, `_exit`. Never returns.
+/// `report` is the write end of the info pipe, kept open.
+fn in_child<F: FnOnce() -> Result<(), Failed>>(report: Option<i32>, kind: Kind, job: F) -> ! {
     // SAFETY: plain syscalls on our own process; SIG_DFL handlers so a
     // SIGUSR1 (kill) or SIGTERM ends the child at once instead of reaching
     // the parent's tokio handlers, whose pipes are closed below.
@@ -154,28 +170,46 @@ fn in_child<F: FnOnce() -> Result<(), Failed>>(job: F) -> ! {
         for sig in [libc::SIGUSR1, libc::SIGTERM, libc::SIGINT] {
             libc::signal(sig, libc::SIG_DFL);
         }
-        close_inherited_fds();
+        close_inherited_fds(report.unwrap_or(-1));
     }
     log::enter_child();
+    if let Some(fd) = report {
+        super::child_info::enter_child(fd, kind == Kind::Aof);
+    }
     let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job))
         .map(|r| r.is_ok())
         .unwrap_or(false);
+    if ok {
+        super::child_info::send_final();
+    }
     // SAFETY: _exit ends the process without running destructors or
     // flushing buffers shared with the parent.
     unsafe { libc::_exit(if ok { 0 } else { 1 }) }
 }
 
 /// Closes every descriptor above stderr (listening sockets, clients, the
-/// reactor): close_range(2) where the kernel has it, else one by one.
-unsafe fn close_inherited_fds() {
-    if libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) == 0 {
+/// reactor) except `keep` (the info pipe; -1: none): close_range(2) where
+/// the kernel has it, else one by one.
+unsafe fn close_inherited_fds(keep: i32) {
+    let ranges: &[(u32, u32)] = if keep >= 3 {
+        &[(3, keep as u32 - 1), (keep as u32 + 1, u32::MAX)]
+    } else {
+        &[(3, u32::MAX)]
+    };
+    let mut done = true;
+    for &(lo, hi) in ranges {
+        if lo <= hi && libc::syscall(libc::SYS_close_range, lo, hi, 0u32) != 0 {
+            done = false;
+        }
+    }
+    if done {
         return;
     }
     let max = match libc::sysconf(libc::_SC_OPEN_MAX) {
         n if n > 0 => n.min(1 << 20) as i32,
         _ => 1024,
     };
-    for fd in 3..max {
+    for fd in (3..max).filter(|&fd| fd != keep) {
         libc::close(fd);
     }
 }
@@ -211,6 +245,10 @@ fn reap(srv: &mut Server) -> Option<(Running, Exit)> {
         return Some((running, Exit::Err(-1)));
     }
     srv.persist.child.running = None;
+    srv.persist
+        .child
+        .info
+        .child_ended(running.kind == Kind::Aof);
     Some((running, exit_of(status)))
 }
 
@@ -245,6 +283,10 @@ pub fn kill(srv: &mut Server) -> Option<Kind> {
         status
     };
     srv.persist.child.running = None;
+    srv.persist
+        .child
+        .info
+        .child_ended(running.kind == Kind::Aof);
     super::child_done(srv, running, exit_of(status));
     Some(running.kind)
 }

@@ -13,23 +13,34 @@ macro_rules! field {
 }
 
 /// The `# Persistence` section. The dataset loads before clients are
-/// served, so `loading` is always 0 here and the `loading_*` fields Redis
-/// adds only while loading never show.
+/// served, so `loading` reads 1 only while a script replayed from the AOF
+/// runs past its time limit; the `loading_*` progress fields Redis adds
+/// while loading are not reported.
 pub fn persistence(srv: &Server, out: &mut String) {
     let now = crate::clock::real_now_us() / 1_000_000;
     let child = &srv.persist.child;
     let snap = &srv.persist.snapshot;
     out.push_str("# Persistence\r\n");
-    field!(out, "loading:0");
+    field!(out, "loading:{}", crate::db::loading() as u8);
     field!(out, "async_loading:0");
-    // Copy-on-write sizes come from the child in Redis (a pipe); Oxidis's
-    // child reports none yet.
-    field!(out, "current_cow_peak:0");
-    field!(out, "current_cow_size:0");
-    field!(out, "current_cow_size_age:0");
-    field!(out, "current_fork_perc:0.00");
-    field!(out, "current_save_keys_processed:0");
+    // Reported by the running child through its info pipe.
+    let rep = &child.info;
+    field!(out, "current_cow_peak:{}", rep.cow_peak);
+    field!(out, "current_cow_size:{}", rep.cow);
+    let age = if rep.cow_updated_us > 0 {
+        (crate::clock::real_now_us() - rep.cow_updated_us).max(0) / 1_000_000
+    } else {
+        0
+    };
+    field!(out, "current_cow_size_age:{age}");
     let keys_total = if child.active() { child.keys_total } else { 0 };
+    let perc = if keys_total > 0 {
+        rep.keys_processed as f64 / keys_total as f64 * 100.0
+    } else {
+        0.0
+    };
+    field!(out, "current_fork_perc:{perc:.2}");
+    field!(out, "current_save_keys_processed:{}", rep.keys_processed);
     field!(out, "current_save_keys_total:{keys_total}");
     field!(out, "rdb_changes_since_last_save:{}", srv.ks.dirty);
     let rdb_child = child.running.filter(|r| r.kind == Kind::Rdb);
@@ -41,7 +52,7 @@ pub fn persistence(srv: &Server, out: &mut String) {
     let current = rdb_child.map_or(-1, |r| now - r.started_unix);
     field!(out, "rdb_current_bgsave_time_sec:{current}");
     field!(out, "rdb_saves:{}", snap.saves);
-    field!(out, "rdb_last_cow_size:0");
+    field!(out, "rdb_last_cow_size:{}", rep.rdb_last_cow);
     field!(out, "rdb_last_load_keys_expired:{}", snap.last_load_expired);
     field!(out, "rdb_last_load_keys_loaded:{}", snap.last_load_keys);
     // aof_* and module_fork_*, then the fields Redis adds with the AOF on.

@@ -13,6 +13,7 @@
 
 pub mod aof;
 pub mod child;
+pub mod child_info;
 pub mod info;
 pub mod rdb;
 pub mod snapshot;
@@ -33,6 +34,52 @@ pub struct Persist {
     pub child: child::Children,
     /// SAVE/BGSAVE state and statistics.
     pub snapshot: snapshot::Snapshots,
+    /// `DEBUG SET-SKIP-CHECKSUM-VALIDATION 1`: RESTORE payloads and RDB
+    /// files are taken without checking their CRC64.
+    pub skip_checksum: bool,
+}
+
+/// Redis's `debugDelay`, once per key saved (`rdb-key-save-delay`) or
+/// loaded (`key-load-delay`), for tests that need a slow save or load: a
+/// positive value sleeps that many microseconds; a negative `-n` sleeps one
+/// microsecond with probability 1/n (as Redis: rarer sleeps instead of
+/// shorter ones, each sleep being a system call).
+pub struct KeyDelay {
+    usec: i64,
+    seed: u64,
+}
+
+impl KeyDelay {
+    pub fn new(usec: i64) -> KeyDelay {
+        KeyDelay {
+            usec,
+            seed: crate::clock::real_now_us() as u64 | 1,
+        }
+    }
+
+    /// From the configuration parameter `name`.
+    pub fn from_config(srv: &Server, name: &str) -> KeyDelay {
+        KeyDelay::new(srv.config.get_i64(name))
+    }
+
+    #[inline]
+    pub fn wait(&mut self) {
+        if self.usec == 0 {
+            return;
+        }
+        let us = if self.usec > 0 {
+            self.usec as u64
+        } else {
+            // xorshift64: any cheap uniform source will do.
+            self.seed ^= self.seed << 13;
+            self.seed ^= self.seed >> 7;
+            self.seed ^= self.seed << 17;
+            self.seed.is_multiple_of(self.usec.unsigned_abs()) as u64
+        };
+        if us > 0 {
+            std::thread::sleep(std::time::Duration::from_micros(us));
+        }
+    }
 }
 
 /// A background child ended (reaped by the cron, or stopped by
@@ -48,6 +95,7 @@ pub fn child_done(srv: &mut Server, running: child::Running, exit: child::Exit) 
 /// child is reaped and its owner told.
 pub fn cron(srv: &mut Server) {
     if srv.persist.child.active() {
+        srv.persist.child.info.drain();
         child::check_done(srv);
     }
     snapshot::cron(srv);

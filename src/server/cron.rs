@@ -39,6 +39,7 @@ pub async fn run(srv: Rc<RefCell<Server>>) {
         if ticks >= hz {
             ticks = 0;
             release_idle_memory(&mut s, &mut closed_at_trim);
+            crate::cmd::keyspace::migrate::close_timed_out();
         }
         crate::persist::aof::cron(&mut s);
         crate::command::dispatch::after_command(&mut s, &mut internal);

@@ -68,7 +68,8 @@ pub fn restore(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         return Err(Error::msg("Invalid TTL value, must be >= 0"));
     }
     let limits = Limits::from_config(&ctx.srv.config);
-    let val = rdb::restore_value(args.at(3), &limits, false).map_err(|e| match e {
+    let skip_crc = ctx.srv.persist.skip_checksum;
+    let val = rdb::restore_value(args.at(3), &limits, skip_crc).map_err(|e| match e {
         PayloadError::VersionOrChecksum => Error::msg("DUMP payload version or checksum are wrong"),
         PayloadError::BadFormat(why) => {
             crate::log::verbose(&format!("RESTORE payload refused: {why}"));
@@ -81,7 +82,7 @@ pub fn restore(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     if ttl != 0 && !absttl {
         ttl = ttl.saturating_add(now);
     }
-    if ttl != 0 && ttl <= now {
+    if ttl != 0 && ttl <= now && !crate::db::loading() {
         if deleted {
             ctx.modified(key, notify::GENERIC, "del");
             ctx.propagate_as(&[b"DEL", key]);

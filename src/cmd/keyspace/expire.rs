@@ -77,7 +77,8 @@ fn expire_generic(ctx: &mut Ctx, args: &mut Args, relative: bool, seconds: bool)
         ctx.out().int(0);
         return Ok(());
     }
-    if when <= clock::now_ms() {
+    // While loading, a past time is kept: the key expires once loaded.
+    if when <= clock::now_ms() && !crate::db::loading() {
         ctx.delete_key(key);
         let del = crate::server::propagate::expired_del(ctx.srv);
         ctx.propagate_as(&[del, key]);

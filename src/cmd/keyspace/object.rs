@@ -51,23 +51,31 @@ fn encoding(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// ```
 /// Integer: 2147483647 for Redis's shared integers (0..9999), else 1.
 fn refcount(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
-    // Redis shares small integers unless maxmemory evicts by LRU/LFU.
-    let no_shared = ctx.srv.config.get_i64("maxmemory") != 0
-        && ctx
-            .srv
-            .config
-            .get("maxmemory-policy")
-            .is_some_and(|p| p.ends_with("lru") || p.ends_with("lfu"));
+    let shared_ints = ints_shared(&ctx.srv.config);
     if let Some(e) = lookup(ctx, args) {
-        let shared = matches!(e.val, crate::db::Value::Str(Str::Int(n)) if (0..10000).contains(&n));
-        let n = if shared && !no_shared {
-            i32::MAX as i64
-        } else {
-            1
-        };
+        let n = refcount_of(shared_ints, &e.val);
         ctx.out().int(n);
     }
     Ok(())
+}
+
+/// Redis shares small integers unless maxmemory evicts by LRU/LFU.
+pub(crate) fn ints_shared(config: &crate::config::Config) -> bool {
+    !(config.get_i64("maxmemory") != 0
+        && config
+            .get("maxmemory-policy")
+            .is_some_and(|p| p.ends_with("lru") || p.ends_with("lfu")))
+}
+
+/// The reference count Redis reports for a value: 2147483647 for its shared
+/// integers (0..9999, when [`ints_shared`]), else 1.
+pub(crate) fn refcount_of(shared_ints: bool, v: &crate::db::Value) -> i64 {
+    let shared = matches!(v, crate::db::Value::Str(Str::Int(n)) if (0..10000).contains(n));
+    if shared && shared_ints {
+        i32::MAX as i64
+    } else {
+        1
+    }
 }
 
 /// ```text

@@ -67,6 +67,9 @@ pub fn debug(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     if let Some(r) = super::debug_more::run(ctx, sub, args) {
         return r;
     }
+    if let Some(r) = super::debug_data::run(ctx, sub, args) {
+        return r;
+    }
     Err(super::wrong_sub_args(args, "DEBUG"))
 }
 

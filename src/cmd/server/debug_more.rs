@@ -45,7 +45,7 @@ pub fn run(ctx: &mut Ctx, sub: &[u8], args: &Args) -> Option<CmdResult> {
 }
 
 /// C's `atoi`: optional sign and leading digits, 0 when there are none.
-fn atoi(b: &[u8]) -> i64 {
+pub(super) fn atoi(b: &[u8]) -> i64 {
     let s = String::from_utf8_lossy(b);
     let s = s.trim_start();
     let (neg, rest) = match s.as_bytes().first() {

@@ -343,8 +343,12 @@ fn stats(srv: &Server, out: &mut String) {
     );
     line!(out, "latest_fork_usec:{}", srv.persist.child.last_fork_usec);
     line!(out, "total_forks:{}", srv.persist.child.total_forks);
+    line!(
+        out,
+        "migrate_cached_sockets:{}",
+        crate::cmd::keyspace::migrate::cached_sockets()
+    );
     for f in [
-        "migrate_cached_sockets:0",
         "slave_expires_tracked_keys:0",
         "active_defrag_hits:0",
         "active_defrag_misses:0",

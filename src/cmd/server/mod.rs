@@ -5,6 +5,7 @@ pub(crate) mod client;
 mod command;
 mod config;
 pub(crate) mod debug;
+mod debug_data;
 mod debug_more;
 pub mod info;
 pub mod latency;

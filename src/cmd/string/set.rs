@@ -301,7 +301,7 @@ pub fn getex(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         super::reply_str(out, s);
     }
     match at {
-        Some((Unit::ExAt | Unit::PxAt, at)) if at <= clock::now_ms() => {
+        Some((Unit::ExAt | Unit::PxAt, at)) if at <= clock::now_ms() && !crate::db::loading() => {
             ctx.delete_key(key);
             let del = crate::server::propagate::expired_del(ctx.srv);
             ctx.propagate_as(&[del, key]);

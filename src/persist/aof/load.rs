@@ -325,7 +325,9 @@ fn load_single(srv: &mut Server, name: &str) -> Loaded {
         valid_before_multi: 0,
         truncate_ok,
     };
+    crate::db::set_loading(true);
     let end = replay.run(srv, &mut client, name);
+    crate::db::set_loading(false);
     let valid_up_to = match end {
         End::Done => return Loaded::Ok,
         End::Failed => return Loaded::Failed,

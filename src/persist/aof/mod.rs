@@ -110,6 +110,10 @@ pub struct Aof {
     next_rewrite_time: i64,
     /// `aof-disable-auto-gc`: history files are kept.
     disable_auto_gc: bool,
+    /// `DEBUG AOF-FLUSH-SLEEP <us>`: each write of buffered data to the
+    /// AOF sleeps this long first (a test hook that widens the window
+    /// between a write and the replies that wait for it).
+    pub flush_sleep_us: u64,
 }
 
 impl Default for Aof {
@@ -138,6 +142,7 @@ impl Default for Aof {
             rewrites: 0,
             rewrite_failures: 0,
             child: None,
+            flush_sleep_us: 0,
             written_total: 0,
             synced_total: 0,
             group: None,

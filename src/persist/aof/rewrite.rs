@@ -52,6 +52,7 @@ pub fn write_commands(srv: &Server, w: &mut dyn Write) -> io::Result<()> {
     if srv.config.get("aof-timestamp-enabled") == Some("yes") {
         write!(w, "#TS:{}\r\n", crate::clock::real_now_us() / 1_000_000)?;
     }
+    let mut delay = crate::persist::KeyDelay::from_config(srv, "rdb-key-save-delay");
     for lib in &srv.script.functions.libs {
         w.write_all(b"*3\r\n$8\r\nFUNCTION\r\n$4\r\nLOAD\r\n")?;
         bulk(w, &lib.code)?;
@@ -63,6 +64,8 @@ pub fn write_commands(srv: &Server, w: &mut dyn Write) -> io::Result<()> {
         w.write_all(b"*2\r\n$6\r\nSELECT\r\n")?;
         bulk_int(w, i as i64)?;
         for (key, val) in db.iter() {
+            delay.wait();
+            crate::persist::child_info::key_saved();
             write_value(w, key, val)?;
             if let Some(at) = db.expire_at(key) {
                 w.write_all(b"*3\r\n$9\r\nPEXPIREAT\r\n")?;

@@ -27,7 +27,7 @@ pub fn info(srv: &Server, out: &mut String) {
          aof_rewrites:{}\r\n\
          aof_rewrites_consecutive_failures:{}\r\n\
          aof_last_write_status:{}\r\n\
-         aof_last_cow_size:0\r\n\
+         aof_last_cow_size:{}\r\n\
          module_fork_in_progress:0\r\n\
          module_fork_last_cow_size:0\r\n",
         u8::from(aof.state != State::Off),
@@ -38,6 +38,7 @@ pub fn info(srv: &Server, out: &mut String) {
         aof.rewrites,
         aof.rewrite_failures,
         ok(aof.disk_error().is_none()),
+        srv.persist.child.info.aof_last_cow,
     );
     // Redis shows these when `appendonly` is set, even while the first
     // rewrite is pending.

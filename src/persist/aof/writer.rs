@@ -115,6 +115,9 @@ impl Aof {
             self.delayed_fsync += 1;
             crate::log::notice("Asynchronous AOF fsync is taking too long (disk is busy?). Writing the AOF buffer without waiting for fsync to complete, this may slow down Redis.");
         }
+        if self.flush_sleep_us > 0 {
+            std::thread::sleep(std::time::Duration::from_micros(self.flush_sleep_us));
+        }
         let (written, err) = write_all(&file, buf);
         self.flush_postponed_start = 0;
         if written != buf.len() {

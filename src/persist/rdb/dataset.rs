@@ -50,6 +50,7 @@ pub fn write_dataset_with(
     let policy = cfg.get("maxmemory-policy").unwrap_or("");
     let (save_lru, save_lfu) = (policy.contains("lru"), policy.contains("lfu"));
     let mut e = Encoder::new(yes("rdbcompression"));
+    let mut delay = crate::persist::KeyDelay::from_config(server, "rdb-key-save-delay");
     let mut digest = CRC64.digest();
     let mut flush = |e: &mut Encoder, out: &mut dyn io::Write| -> io::Result<()> {
         if checksum {
@@ -111,6 +112,8 @@ pub fn write_dataset_with(
             e.byte(Encoder::type_of(&entry.val));
             e.string(key);
             e.object(&entry.val);
+            delay.wait();
+            crate::persist::child_info::key_saved();
             if e.buf.len() >= CHUNK {
                 flush(&mut e, out)?;
             }
@@ -135,25 +138,36 @@ fn fail(message: String) -> LoadError {
     LoadError { message }
 }
 
-/// The error for a value or opcode that could not be read at `pos`.
-fn bad_at(b: Bad, pos: usize) -> LoadError {
+/// The error for a value or opcode that could not be read at `pos`, after
+/// `info` was loaded.
+fn bad_at(b: Bad, pos: usize, info: &LoadInfo) -> LoadError {
     match b {
         Bad::Eof => {
             let e = fail(SHORT_READ.into());
-            log::warning(&format!(
-                "Internal error in RDB reading offset {pos}, function at rdb.c:0 -> Unexpected EOF reading RDB file"
-            ));
+            internal_error(pos, "Unexpected EOF reading RDB file", info);
             e
         }
         Bad::Corrupt(why) => {
-            log::warning(&format!(
-                "Internal error in RDB reading offset {pos}, function at rdb.c:0 -> {why}"
-            ));
+            internal_error(pos, &why, info);
             fail(SHORT_READ.into())
         }
         Bad::Unsupported(why) => fail(why),
         Bad::EmptyKey => fail(SHORT_READ.into()),
     }
+}
+
+/// Redis's `rdbReportError` while loading a file: the internal error line,
+/// then the report `redis-check-rdb` prints for the file (Redis runs the
+/// checker on it before exiting; here the loader's own position and counts).
+fn internal_error(pos: usize, why: &str, info: &LoadInfo) {
+    log::warning(&format!(
+        "Internal error in RDB reading offset {pos}, function at rdb.c:0 -> {why}"
+    ));
+    log::warning("--- RDB ERROR DETECTED ---");
+    log::warning(&format!("[offset {pos}] {why}"));
+    log::warning(&format!("[info] {} keys read", info.keys));
+    log::warning(&format!("[info] {} expires", info.expires));
+    log::warning(&format!("[info] {} already expired", info.expired_skipped));
 }
 
 /// A library's code from a `FUNCTION2` opcode or the 7.0 rc1/rc2 `FUNCTION`
@@ -249,9 +263,10 @@ pub fn load_dataset_with(
     let (mut expire, mut idle, mut freq): (Option<i64>, Option<u64>, Option<u8>) =
         (None, None, None);
     let mut empty_skipped = 0u64;
+    let mut delay = crate::persist::KeyDelay::from_config(server, "key-load-delay");
     loop {
         let at = r.pos;
-        let t = r.byte().map_err(|b| bad_at(b, at))?;
+        let t = r.byte().map_err(|b| bad_at(b, at, &info))?;
         let step: Result<(), Bad> = (|| {
             match t {
                 OPCODE_EOF => {}
@@ -305,6 +320,7 @@ pub fn load_dataset_with(
                     Err((b, _)) => return Err(b),
                 },
                 _ => {
+                    delay.wait();
                     let key = r.string()?;
                     let val = match r.object(t, &limits) {
                         Ok(v) => v,
@@ -342,7 +358,7 @@ pub fn load_dataset_with(
             }
             Ok(())
         })();
-        step.map_err(|b| bad_at(b, at))?;
+        step.map_err(|b| bad_at(b, at, &info))?;
         if t == OPCODE_EOF {
             break;
         }
@@ -351,19 +367,22 @@ pub fn load_dataset_with(
         let at = r.pos;
         let file_crc = u64::from_le_bytes(
             r.take(8)
-                .map_err(|b| bad_at(b, at))?
+                .map_err(|b| bad_at(b, at, &info))?
                 .try_into()
                 .unwrap_or_default(),
         );
-        if server.config.get("rdbchecksum") == Some("yes") {
+        if server.config.get("rdbchecksum") == Some("yes") && !server.persist.skip_checksum {
             if file_crc == 0 {
                 log::warning("RDB file was saved with checksum disabled: no check performed.");
             } else {
                 let expected = super::crc64(&data[..at]);
                 if expected != file_crc {
-                    return Err(fail(format!(
+                    let e = fail(format!(
                         "Wrong RDB checksum expected: ({expected:x}) but got ({file_crc:x}). Aborting now."
-                    )));
+                    ));
+                    // redis-check-rdb reports the offset after the checksum.
+                    internal_error(r.pos, "RDB CRC error", &info);
+                    return Err(e);
                 }
             }
         }

@@ -92,6 +92,14 @@ pub fn dump_value(v: &Value, compress: bool) -> Vec<u8> {
     seal(e.buf)
 }
 
+/// Bytes of a value's RDB body (Redis's `rdbSavedObjectLen`, DEBUG OBJECT's
+/// `serializedlength`).
+pub fn serialized_len(v: &Value, compress: bool) -> usize {
+    let mut e = write::Encoder::new(compress);
+    e.object(v);
+    e.buf.len()
+}
+
 /// Why a payload was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PayloadError {

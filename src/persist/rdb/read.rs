@@ -205,7 +205,8 @@ impl<'a> Reader<'a> {
             253 => f64::NAN,
             254 => f64::INFINITY,
             255 => f64::NEG_INFINITY,
-            _ => strtod(self.take(n as usize)?),
+            // `sscanf("%lg")` must convert something, or the load fails.
+            _ => strtod(self.take(n as usize)?).ok_or(Bad::Eof)?,
         })
     }
 
@@ -268,7 +269,10 @@ impl<'a> Reader<'a> {
             TYPE_HASH => self.plain_hash(lim)?,
             TYPE_HASH_ZIPMAP => {
                 let blob = self.string()?;
-                let pairs = ziplist::read_zipmap(&blob).ok_or_else(|| Bad::Corrupt("Zipmap integrity check failed.".into()))?;
+                // An empty zipmap fails Redis's deep check too.
+                let pairs = ziplist::read_zipmap(&blob)
+                    .filter(|p| !p.is_empty())
+                    .ok_or_else(|| Bad::Corrupt("Zipmap integrity check failed.".into()))?;
                 let maxlen = pairs.iter().map(|(f, v)| f.len().max(v.len())).max().unwrap_or(0);
                 let elems: Vec<Elem> = pairs.iter().flat_map(|&(f, v)| [Elem::Str(f), Elem::Str(v)]).collect();
                 let h = packed_hash(&elems, "Hash zipmap with dup elements")?;
@@ -291,7 +295,10 @@ impl<'a> Reader<'a> {
                 if items.len() % 2 != 0 {
                     return Err(bad());
                 }
-                let h = packed_hash(&items, "Hash with dup elements")?;
+                // Duplicate fields fail the integrity check (Redis's
+                // `ziplistPairsConvertAndValidateIntegrity`, and
+                // `lpPairsValidateIntegrityAndDups` when sanitizing).
+                let h = packed_hash(&items, &format!("Hash {what} integrity check failed."))?;
                 if h.len() > lim.hash.entries {
                     Value::Hash(to_table(h))
                 } else {
@@ -493,15 +500,16 @@ impl<'a> Reader<'a> {
 }
 
 /// C's `strtod` on a score text: the longest valid prefix, 0 when none.
-fn strtod(s: &[u8]) -> f64 {
+fn strtod(s: &[u8]) -> Option<f64> {
+    // C reads up to the first NUL.
+    let s = s.split(|&b| b == 0).next().unwrap_or_default();
     let t = std::str::from_utf8(s).unwrap_or("").trim_start();
     if let Ok(v) = t.parse::<f64>() {
-        return v;
+        return Some(v);
     }
     (1..t.len())
         .rev()
         .find_map(|i| t.get(..i)?.parse::<f64>().ok())
-        .unwrap_or(0.0)
 }
 
 fn nonempty_list(l: List) -> Result<List, Bad> {
@@ -624,7 +632,8 @@ fn packed_zset(items: &[Elem], lim: &Limits) -> Result<ZSet, Bad> {
     for pair in items.chunks_exact(2) {
         let s = match pair[1] {
             Elem::Int(v) => v as f64,
-            Elem::Str(s) => strtod(s),
+            // `zzlStrtod`: 0 when nothing converts.
+            Elem::Str(s) => strtod(s).unwrap_or(0.0),
         };
         if s.is_nan() {
             return corrupt("Zset with NAN score detected");
@@ -729,10 +738,28 @@ mod tests {
             Err(Bad::Corrupt(_))
         ));
         let dup = build::ziplist(&[b"f", b"1", b"f", b"2"]);
-        assert!(matches!(
-            load_blob(TYPE_HASH_ZIPLIST, &dup),
-            Err(Bad::Corrupt(_))
-        ));
+        assert_eq!(
+            load_blob(TYPE_HASH_ZIPLIST, &dup).err(),
+            Some(Bad::Corrupt("Hash ziplist integrity check failed.".into()))
+        );
+        // An empty zipmap fails the check (Redis's zipmapValidateIntegrity).
+        assert_eq!(
+            load_blob(TYPE_HASH_ZIPMAP, &build::zipmap(&[], 0)).err(),
+            Some(Bad::Corrupt("Zipmap integrity check failed.".into()))
+        );
+        // A text score must convert (`sscanf("%lg")`), up to a NUL.
+        for text in [&b"\x00\x1a"[..], b"abc", b""] {
+            let mut e = Encoder::new(false);
+            e.len(1);
+            e.string(b"m");
+            e.byte(text.len() as u8);
+            e.buf.extend_from_slice(text);
+            assert_eq!(
+                Reader::new(&e.buf).object(TYPE_ZSET, &lim()).err(),
+                Some(Bad::Eof),
+                "{text:?}"
+            );
+        }
         assert_eq!(
             load_blob(TYPE_LIST_ZIPLIST, &build::ziplist(&[])).err(),
             Some(Bad::EmptyKey)

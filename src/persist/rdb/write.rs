@@ -125,6 +125,20 @@ impl Encoder {
         listpack::finish(&mut self.scratch, count);
     }
 
+    /// Bytes of each node of a list as the Redis listpack it is saved as
+    /// (DEBUG OBJECT's `ql_uncompressed_size` adds them up).
+    pub fn list_node_bytes(l: &crate::types::list::List) -> impl Iterator<Item = usize> + '_ {
+        let mut lp = Vec::new();
+        l.nodes().map(move |(packed, count)| {
+            listpack::begin(&mut lp);
+            for e in pack::Iter::new(packed) {
+                listpack::push(&mut lp, e);
+            }
+            listpack::finish(&mut lp, count);
+            lp.len()
+        })
+    }
+
     /// `rdbSaveObjectType`: the RDB type byte Redis 7.0 writes for the value.
     pub fn type_of(v: &Value) -> u8 {
         match v {

@@ -12,12 +12,13 @@
 use super::listpack::Elem;
 
 /// Every element of a ziplist, or `None` when it is malformed (entries
-/// outside the buffer, a wrong `prevlen`, total size or count).
+/// outside the buffer, a wrong `prevlen`, total size, tail offset or count).
 pub fn read(zl: &[u8]) -> Option<Vec<Elem<'_>>> {
     if zl.len() < 11 || *zl.last()? != 0xFF {
         return None;
     }
     let total = u32::from_le_bytes(zl[0..4].try_into().ok()?) as usize;
+    let tail = u32::from_le_bytes(zl[4..8].try_into().ok()?) as usize;
     let declared = u16::from_le_bytes([zl[8], zl[9]]) as usize;
     if total != zl.len() {
         return None;
@@ -26,12 +27,16 @@ pub fn read(zl: &[u8]) -> Option<Vec<Elem<'_>>> {
     let mut out = Vec::with_capacity(declared.min(4096));
     let mut p = 10;
     let mut prev_size = 0usize;
+    // Where the last entry starts: the header's tail offset must say so
+    // (just past the header when empty), as Redis's deep check requires.
+    let mut last = 10;
     let get = |from: usize, n: usize| {
         zl.get(from..from.checked_add(n)?)
             .filter(|_| from + n <= end)
     };
     while p < end {
         let start = p;
+        last = start;
         let prevlen = if zl[p] < 254 {
             p += 1;
             zl[start] as usize
@@ -87,7 +92,7 @@ pub fn read(zl: &[u8]) -> Option<Vec<Elem<'_>>> {
         prev_size = p - start;
         out.push(elem);
     }
-    if declared != 65535 && declared != out.len() {
+    if tail != last || (declared != 65535 && declared != out.len()) {
         return None;
     }
     Some(out)
@@ -254,6 +259,11 @@ mod tests {
         bad[10 + 1] ^= 0x7f;
         assert!(read(&bad).is_none());
         assert!(read(&zl[..zl.len() - 2]).is_none());
+        // The tail offset must point at the last entry.
+        let mut bad = zl.clone();
+        bad[4] ^= 1;
+        assert!(read(&bad).is_none());
+        assert_eq!(read(&build::ziplist(&[])).map(|v| v.len()), Some(0));
     }
 
     #[test]
