@@ -4,6 +4,7 @@ pub mod blocking;
 pub mod client;
 pub mod cron;
 pub mod fault;
+pub mod alloc;
 pub mod memory;
 pub mod monitor;
 pub mod notify;
