@@ -1,10 +1,10 @@
 //! The server: shared state owned by the one data thread, and the context handlers run in.
 
+pub mod alloc;
 pub mod blocking;
 pub mod client;
 pub mod cron;
 pub mod fault;
-pub mod alloc;
 pub mod memory;
 pub mod monitor;
 pub mod notify;

@@ -130,11 +130,7 @@ impl Overhead {
         self.total as f64 * 100.0 / self.peak.max(1) as f64
     }
     pub fn bytes_per_key(&self) -> u64 {
-        if self.keys == 0 {
-            0
-        } else {
-            self.net() / self.keys
-        }
+        self.net().checked_div(self.keys).unwrap_or(0)
     }
     /// allocator active / allocated.
     pub fn allocator_frag(&self) -> (f64, i64) {
@@ -258,7 +254,8 @@ fn doctor_report(srv: &Server) -> String {
     if found.is_empty() {
         return "Hi Sam, I can't find any memory issue in your instance. I can only account for what occurs on this base.\n".into();
     }
-    let mut s = String::from("Sam, I detected a few issues in this Redis instance memory implants:\n\n");
+    let mut s =
+        String::from("Sam, I detected a few issues in this Redis instance memory implants:\n\n");
     for f in found {
         s.push_str(&f);
     }
