@@ -199,6 +199,30 @@ fn used_memory_follows_the_data_as_redis_reports_it() {
     );
 }
 
+/// Resident set size of a process, from /proc.
+fn rss_of(pid: u32) -> i64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/statm")).unwrap();
+    s.split_whitespace().nth(1).unwrap().parse::<i64>().unwrap() * 4096
+}
+
+#[test]
+fn flushall_returns_the_memory_to_the_os() {
+    let ox = Oxidis::start();
+    let mut c = ox.conn();
+    let base = rss_of(ox.child.id());
+    fill(&mut c, 100_000, 100);
+    let full = rss_of(ox.child.id());
+    let _: () = redis::cmd("FLUSHALL").query(&mut c).unwrap();
+    let flushed = rss_of(ox.child.id());
+    assert!(
+        flushed - base < (full - base) / 4,
+        "RSS {base} -> {full} -> {flushed} after FLUSHALL"
+    );
+    // MEMORY PURGE answers OK (and purges again).
+    let ok: String = redis::cmd("MEMORY").arg("PURGE").query(&mut c).unwrap();
+    assert_eq!(ok, "OK");
+}
+
 #[test]
 fn peak_holds_the_highest_figure_and_doctor_sees_it() {
     let ox = Oxidis::start();
