@@ -153,6 +153,7 @@ fn run_on_thread(
                             .collect::<Vec<_>>();
                         let path = config.unixsocket.clone();
                         let srv = Rc::new(RefCell::new(server::Server::new(config)));
+                        server::memory::init();
                         if let Some(a) = addrs.first() {
                             srv.borrow_mut().config.port = a.port();
                         }

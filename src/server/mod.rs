@@ -1,5 +1,6 @@
 //! The server: shared state owned by the one data thread, and the context handlers run in.
 
+pub mod alloc;
 pub mod blocking;
 pub mod client;
 pub mod cron;
