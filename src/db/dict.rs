@@ -358,6 +358,49 @@ impl<V> Dict<V> {
         v.reverse_bits()
     }
 
+    /// Walks whole chains of consecutive buckets from a random one, handing
+    /// `visit` every entry met, until `visit` says it has enough or about
+    /// `want * 10` buckets were looked at; a long stretch of empty buckets
+    /// jumps to another random place (sparse tables). The walk of Redis's
+    /// `dictGetSomeKeys`, shared by [`Dict::random_fair`] and [`Dict::sample`].
+    fn walk_from_random<'a>(
+        &'a self,
+        want: usize,
+        mut rand: impl FnMut() -> u64,
+        mut visit: impl FnMut(&'a Entry<V>, &mut dyn FnMut() -> u64) -> bool,
+    ) {
+        if self.len == 0 {
+            return;
+        }
+        let mask = self.buckets.len() - 1;
+        let mut i = (rand() as usize) & mask;
+        let mut empty_run = 0;
+        let mut steps = want * 10;
+        while steps > 0 {
+            steps -= 1;
+            match self.buckets[i].as_deref() {
+                None => {
+                    empty_run += 1;
+                    if empty_run >= 5 && empty_run > want {
+                        i = (rand() as usize) & mask;
+                        empty_run = 0;
+                    }
+                }
+                Some(head) => {
+                    empty_run = 0;
+                    let mut cur = Some(head);
+                    while let Some(e) = cur {
+                        if visit(e, &mut rand) {
+                            return;
+                        }
+                        cur = e.next.as_deref();
+                    }
+                }
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
     /// A random entry, drawn from a sample of up to [`FAIR_SAMPLE`] entries
     /// found in consecutive buckets from a random one (Redis's
     /// `dictGetFairRandomKey`). [`Dict::random`] favours entries alone in
@@ -368,49 +411,41 @@ impl<V> Dict<V> {
             return None;
         }
         let want = FAIR_SAMPLE.min(self.len);
-        let mask = self.buckets.len() - 1;
         let mut sample: [Option<&Entry<V>>; FAIR_SAMPLE] = [None; FAIR_SAMPLE];
         let mut seen = 0usize;
-        let mut i = (rand() as usize) & mask;
-        let mut empty_run = 0;
-        let mut steps = want * 10;
-        while seen < want && steps > 0 {
-            steps -= 1;
-            match self.buckets[i].as_deref() {
-                None => {
-                    // A long empty stretch: jump elsewhere (sparse tables).
-                    empty_run += 1;
-                    if empty_run >= 5 && empty_run > want {
-                        i = (rand() as usize) & mask;
-                        empty_run = 0;
-                    }
-                }
-                Some(head) => {
-                    empty_run = 0;
-                    // The whole chain is sampled (reservoir sampling past
-                    // `want`), so the end of a chain is not disfavoured.
-                    let mut cur = Some(head);
-                    while let Some(e) = cur {
-                        if seen < want {
-                            sample[seen] = Some(e);
-                        } else {
-                            let r = (rand() % (seen as u64 + 1)) as usize;
-                            if r < want {
-                                sample[r] = Some(e);
-                            }
-                        }
-                        seen += 1;
-                        cur = e.next.as_deref();
-                    }
+        // The whole chain is sampled (reservoir sampling past `want`), so
+        // the end of a chain is not disfavoured; the walk stops once a
+        // chain ends with `want` entries seen.
+        self.walk_from_random(want, &mut rand, |e, rand| {
+            if seen < want {
+                sample[seen] = Some(e);
+            } else {
+                let r = (rand() % (seen as u64 + 1)) as usize;
+                if r < want {
+                    sample[r] = Some(e);
                 }
             }
-            i = (i + 1) & mask;
-        }
+            seen += 1;
+            seen >= want && e.next.is_none()
+        });
         if seen == 0 {
             return self.random(rand);
         }
         let e = sample[(rand() % seen.min(want) as u64) as usize]?;
         Some((&*e.key, &e.val))
+    }
+
+    /// Up to `count` entries found in consecutive buckets from a random one
+    /// (Redis's `dictGetSomeKeys`, what eviction samples): cheap, not
+    /// uniform, and possibly fewer than `count` in a sparse table.
+    pub fn sample(&self, count: usize, rand: impl FnMut() -> u64, mut f: impl FnMut(&[u8], &V)) {
+        let want = count.min(self.len);
+        let mut n = 0;
+        self.walk_from_random(want, rand, |e, _| {
+            f(&e.key, &e.val);
+            n += 1;
+            n >= want
+        });
     }
 
     /// A random entry, choosing a random non-empty bucket then a random entry

@@ -3,6 +3,7 @@
 pub mod blocking;
 pub mod client;
 pub mod cron;
+pub mod evict;
 pub mod fault;
 pub mod memory;
 pub mod monitor;
@@ -72,6 +73,8 @@ pub struct Server {
     /// Clients currently blocked on keys (lists family, `blocking.rs`), so
     /// the check after every command costs nothing when nobody waits.
     pub blocked_clients: usize,
+    /// maxmemory: the eviction pool and the OOM state (`evict`).
+    pub evict: evict::Eviction,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -163,6 +166,7 @@ impl Server {
             script: Default::default(),
             tracking: Default::default(),
             blocked_clients: Default::default(),
+            evict: Default::default(),
         }
     }
 

@@ -325,13 +325,16 @@ fn stats(srv: &Server, out: &mut String) {
         line!(out, "{f}");
     }
     line!(out, "evicted_keys:{}", st.evicted_keys);
-    for f in [
-        "evicted_clients:0",
-        "total_eviction_exceeded_time:0",
-        "current_eviction_exceeded_time:0",
-    ] {
-        line!(out, "{f}");
-    }
+    line!(out, "evicted_clients:0");
+    let current_us = st
+        .eviction_exceeded_since
+        .map_or(0, |t| t.elapsed().as_micros() as u64);
+    line!(
+        out,
+        "total_eviction_exceeded_time:{}",
+        (st.eviction_exceeded_us + current_us) / 1000
+    );
+    line!(out, "current_eviction_exceeded_time:{}", current_us / 1000);
     line!(out, "keyspace_hits:{hits}");
     line!(out, "keyspace_misses:{misses}");
     line!(out, "pubsub_channels:{}", srv.pubsub.channels.len());
