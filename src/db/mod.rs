@@ -799,6 +799,25 @@ mod tests {
         assert!(n > LFU_INIT_VAL + 1, "the counter grows logarithmically");
     }
 
+    /// `lfu-decay-time`: the counter loses one per period of that many
+    /// minutes since its last decrement; 0 turns decay off.
+    #[test]
+    fn lfu_decay_time_is_honoured() {
+        let mut db = Db::new(0);
+        db.set(b"k", s("v"));
+        let ten_minutes_ago = now_minutes().wrapping_sub(10) & 0xffff;
+        db.keys.get_mut(b"k").unwrap().lfu = ten_minutes_ago << 8 | 20;
+        let freq = |db: &Db, decay| {
+            set_lfu_params(10, decay);
+            db.peek_entry(b"k").unwrap().freq()
+        };
+        assert_eq!(freq(&db, 1), 10);
+        assert_eq!(freq(&db, 5), 18);
+        assert_eq!(freq(&db, 0), 20);
+        assert_eq!(freq(&db, 3), 17);
+        set_lfu_params(10, 1);
+    }
+
     /// SWAPDB touches watched keys present on either side; an expired key
     /// replaced by nothing live is a stale deletion (Redis 7.0 multi.tcl:
     /// "SWAPDB does not touch watched stale keys").

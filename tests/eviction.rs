@@ -1,0 +1,453 @@
+//! maxmemory and eviction, side by side with redis-server 7.0.15: every
+//! policy evicts only what it should and in the order it should, OOM
+//! refusals with Redis's texts, the `evicted` event, INFO evicted_keys,
+//! LFU settings. Each server is its own process, so `used_memory` is that
+//! server's alone (the tests in one binary share an allocator).
+//!
+//! Most scenarios use `maxmemory 1`: memory is then always over the limit,
+//! so what happens is decided by the policy alone, not by byte counts.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::real_redis::{free_port, temp_dir, RedisServer};
+use oxidis::resp::value::{parse_value, Value};
+
+const BIN: &str = env!("CARGO_BIN_EXE_oxidis-server");
+
+/// An oxidis-server process, killed on drop.
+struct Oxidis {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Oxidis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+enum Server {
+    Ox(Oxidis),
+    Real(RedisServer),
+}
+
+impl Server {
+    fn port(&self) -> u16 {
+        match self {
+            Server::Ox(o) => o.port,
+            Server::Real(r) => r.port,
+        }
+    }
+
+    fn conn(&self) -> Conn {
+        Conn::new(self.port())
+    }
+}
+
+fn oxidis() -> Server {
+    let port = free_port();
+    let child = Command::new(BIN)
+        .args([
+            "--port",
+            &port.to_string(),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn oxidis-server");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "oxidis-server did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Server::Ox(Oxidis { child, port })
+}
+
+fn redis() -> Server {
+    Server::Real(RedisServer::start_in(&temp_dir("evict"), &[]))
+}
+
+/// Oxidis and redis-server, named for assertion messages.
+fn both() -> [(&'static str, Server); 2] {
+    [("oxidis", oxidis()), ("redis", redis())]
+}
+
+/// A raw RESP2 connection: replies as their exact bytes or parsed.
+struct Conn {
+    s: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Conn {
+    fn new(port: u16) -> Conn {
+        let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        Conn { s, buf: Vec::new() }
+    }
+
+    fn send(&mut self, args: &[&[u8]]) {
+        let mut out = format!("*{}\r\n", args.len()).into_bytes();
+        for a in args {
+            out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+            out.extend_from_slice(a);
+            out.extend_from_slice(b"\r\n");
+        }
+        self.s.write_all(&out).unwrap();
+    }
+
+    fn read_raw(&mut self) -> Vec<u8> {
+        loop {
+            if let Ok(Some((_, n))) = parse_value(&self.buf) {
+                return self.buf.drain(..n).collect();
+            }
+            let mut chunk = [0u8; 65536];
+            let n = self.s.read(&mut chunk).expect("a reply");
+            assert!(n > 0, "connection closed");
+            self.buf.extend_from_slice(&chunk[..n]);
+        }
+    }
+
+    /// Sends a command and returns its reply's bytes as text.
+    fn raw(&mut self, args: &[&str]) -> String {
+        let a: Vec<&[u8]> = args.iter().map(|s| s.as_bytes()).collect();
+        self.send(&a);
+        String::from_utf8_lossy(&self.read_raw()).into_owned()
+    }
+
+    fn cmd(&mut self, args: &[&[u8]]) -> Value {
+        self.send(args);
+        let raw = self.read_raw();
+        parse_value(&raw).unwrap().unwrap().0
+    }
+
+    fn ok(&mut self, args: &[&str]) {
+        let r = self.raw(args);
+        assert!(!r.starts_with('-'), "{args:?}: {r}");
+    }
+
+    fn info_field(&mut self, section: &str, field: &str) -> String {
+        let r = self.raw(&["INFO", section]);
+        r.lines()
+            .find_map(|l| l.strip_prefix(&format!("{field}:")).map(str::to_string))
+            .unwrap_or_default()
+    }
+
+    /// The sorted key names of the selected database.
+    fn keys(&mut self) -> Vec<String> {
+        let Value::Array(items) = self.cmd(&[b"KEYS", b"*"]) else {
+            panic!("KEYS reply");
+        };
+        let mut v: Vec<String> = items.iter().map(text).collect();
+        v.sort();
+        v
+    }
+}
+
+fn text(v: &Value) -> String {
+    match v {
+        Value::Bulk(b) => String::from_utf8_lossy(b).into_owned(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// `noeviction` over the limit: writes refused with Redis's text, reads and
+/// DEL served; inside MULTI everything but the transaction's own commands is
+/// refused; scripts by their flags. Replies compared byte for byte.
+#[test]
+fn noeviction_refuses_writes_and_serves_reads_and_del() {
+    let mut seen = Vec::new();
+    for (name, srv) in both() {
+        let mut c = srv.conn();
+        let mut other = srv.conn();
+        let mut out = Vec::new();
+        c.ok(&["SET", "a", "1"]);
+        c.ok(&["SET", "b", "2"]);
+        // A transaction queued before memory ran out.
+        out.push(c.raw(&["MULTI"]));
+        out.push(c.raw(&["SET", "q", "1"]));
+        other.ok(&["CONFIG", "SET", "maxmemory", "1"]);
+        out.push(c.raw(&["EXEC"]));
+        // Queued while memory was fine, with reads only: EXEC runs it.
+        other.ok(&["CONFIG", "SET", "maxmemory", "0"]);
+        out.push(c.raw(&["MULTI"]));
+        out.push(c.raw(&["GET", "a"]));
+        other.ok(&["CONFIG", "SET", "maxmemory", "1"]);
+        out.push(c.raw(&["EXEC"]));
+        for cmd in [
+            &["SET", "c", "3"][..],
+            &["APPEND", "a", "x"],
+            &["GET", "a"],
+            &["EXISTS", "a", "b"],
+            &["DEL", "a"],
+            &["EXPIRE", "b", "100"],
+            &["MULTI"],
+            &["GET", "b"],
+            &["SET", "c", "3"],
+            &["EXEC"],
+            &["MULTI"],
+            &["DISCARD"],
+            &["EVAL", "return 1", "0"],
+            &["EVAL", "return redis.call('get','b')", "0"],
+            &["EVAL", "return redis.call('set','k','v')", "0"],
+            &["EVAL", "#!lua\nreturn 1", "0"],
+            &[
+                "EVAL",
+                "#!lua flags=no-writes\nreturn redis.call('get','b')",
+                "0",
+            ],
+            &[
+                "EVAL",
+                "#!lua flags=allow-oom\nreturn redis.call('set','k','v')",
+                "0",
+            ],
+            &["GET", "k"],
+            &["DBSIZE"],
+        ] {
+            out.push(c.raw(cmd));
+        }
+        out.push(c.info_field("stats", "evicted_keys"));
+        c.ok(&["CONFIG", "SET", "maxmemory", "0"]);
+        out.push(c.raw(&["SET", "c", "3"]));
+        seen.push((name, out));
+    }
+    assert_eq!(seen[0].1, seen[1].1, "oxidis vs redis");
+    assert!(seen[0]
+        .1
+        .contains(&"-OOM command not allowed when used memory > 'maxmemory'.\r\n".to_string()));
+}
+
+/// Twenty keys without a TTL and twenty with one, then `maxmemory 1`: the
+/// volatile policies evict exactly the twenty with a TTL and then refuse
+/// writes with OOM; the allkeys policies evict everything; `noeviction`
+/// nothing. INFO evicted_keys counts them. Same outcome as redis-server.
+#[test]
+fn each_policy_evicts_only_its_candidates() {
+    let policies = [
+        "noeviction",
+        "allkeys-lru",
+        "allkeys-lfu",
+        "allkeys-random",
+        "volatile-lru",
+        "volatile-lfu",
+        "volatile-random",
+        "volatile-ttl",
+    ];
+    /// Per policy: its name, the keys left, evicted_keys, a SET's reply.
+    type Outcome = (String, Vec<String>, String, String);
+    let mut results: Vec<Vec<Outcome>> = Vec::new();
+    for (_, srv) in both() {
+        let mut c = srv.conn();
+        let mut per = Vec::new();
+        for policy in policies {
+            c.ok(&["CONFIG", "SET", "maxmemory", "0"]);
+            c.ok(&["FLUSHALL"]);
+            c.ok(&["CONFIG", "RESETSTAT"]);
+            c.ok(&["CONFIG", "SET", "maxmemory-eviction-tenacity", "100"]);
+            for i in 0..20 {
+                c.ok(&["SET", &format!("p{i}"), "v"]);
+                c.ok(&["SET", &format!("t{i}"), "v", "EX", &(1000 + i).to_string()]);
+            }
+            c.ok(&["CONFIG", "SET", "maxmemory-policy", policy]);
+            c.ok(&["CONFIG", "SET", "maxmemory", "1"]);
+            // The next command evicts what the policy allows first.
+            c.ok(&["PING"]);
+            let keys = c.keys();
+            let evicted = c.info_field("stats", "evicted_keys");
+            let set = c.raw(&["SET", "new", "v"]);
+            per.push((policy.to_string(), keys, evicted, set));
+        }
+        c.ok(&["CONFIG", "SET", "maxmemory", "0"]);
+        results.push(per);
+    }
+    let persistent: Vec<String> = {
+        let mut v: Vec<String> = (0..20).map(|i| format!("p{i}")).collect();
+        v.sort();
+        v
+    };
+    for (policy, keys, evicted, set) in &results[0] {
+        let oom = "-OOM command not allowed when used memory > 'maxmemory'.\r\n";
+        match policy.as_str() {
+            "noeviction" => assert_eq!((keys.len(), evicted.as_str()), (40, "0")),
+            p if p.starts_with("volatile") => {
+                assert_eq!(keys, &persistent, "{p}");
+                assert_eq!(evicted, "20", "{p}");
+            }
+            p => assert_eq!((keys.len(), evicted.as_str()), (0, "40"), "{p}"),
+        }
+        assert_eq!(set, oom, "{policy}");
+    }
+    assert_eq!(results[0], results[1], "oxidis vs redis");
+}
+
+/// The `evicted` events of one full eviction, in order, after `setup` (run
+/// with `policy`, samples 64 so every key is sampled each round: the pool's
+/// best is then the policy's global best).
+fn eviction_order(srv: &Server, policy: &str, setup: &dyn Fn(&mut Conn), n: usize) -> Vec<String> {
+    let mut c = srv.conn();
+    c.ok(&["CONFIG", "SET", "maxmemory-policy", policy]);
+    c.ok(&["CONFIG", "SET", "maxmemory-samples", "64"]);
+    c.ok(&["CONFIG", "SET", "maxmemory-eviction-tenacity", "100"]);
+    c.ok(&["CONFIG", "SET", "notify-keyspace-events", "Ee"]);
+    setup(&mut c);
+    let mut sub = srv.conn();
+    sub.ok(&["SUBSCRIBE", "__keyevent@0__:evicted"]);
+    c.ok(&["CONFIG", "SET", "maxmemory", "1"]);
+    c.ok(&["PING"]);
+    let mut order = Vec::new();
+    while order.len() < n {
+        let raw = sub.read_raw();
+        let Ok(Some((Value::Array(items), _))) = parse_value(&raw) else {
+            panic!("a pub/sub message");
+        };
+        order.push(text(&items[2]));
+    }
+    c.ok(&["CONFIG", "SET", "maxmemory", "0"]);
+    order
+}
+
+/// A DUMP payload of a short string, for RESTORE with IDLETIME / FREQ.
+fn payload(c: &mut Conn) -> Vec<u8> {
+    c.ok(&["SET", "__tmp", "v"]);
+    let Value::Bulk(p) = c.cmd(&[b"DUMP", b"__tmp"]) else {
+        panic!("DUMP");
+    };
+    c.ok(&["DEL", "__tmp"]);
+    p
+}
+
+/// A fixed shuffle of 0..20, so keys are not created in score order.
+const SHUFFLE: [usize; 20] = [
+    7, 2, 15, 11, 0, 19, 4, 13, 9, 1, 17, 6, 12, 3, 18, 10, 5, 16, 8, 14,
+];
+
+/// volatile-ttl evicts the nearest expiry first; allkeys-lru the longest
+/// idle; allkeys-lfu the least used; volatile-lru never a key without TTL
+/// even when it is the most idle. Each order as redis-server's.
+#[test]
+fn policies_evict_in_their_order() {
+    let expected_rank: Vec<String> = (0..20).map(|i| format!("k{i}")).collect();
+    let ttl_setup = |c: &mut Conn| {
+        for &i in &SHUFFLE {
+            c.ok(&[
+                "SET",
+                &format!("k{i}"),
+                "v",
+                "EX",
+                &(1000 + 10 * i).to_string(),
+            ]);
+        }
+    };
+    let lru_setup = |c: &mut Conn| {
+        let p = payload(c);
+        for &i in &SHUFFLE {
+            let idle = (100_000 - 1000 * i).to_string();
+            let k = format!("k{i}");
+            c.cmd(&[
+                b"RESTORE",
+                k.as_bytes(),
+                b"0",
+                &p,
+                b"IDLETIME",
+                idle.as_bytes(),
+            ]);
+        }
+    };
+    let lfu_setup = |c: &mut Conn| {
+        let p = payload(c);
+        for &i in &SHUFFLE {
+            let freq = (10 * i).to_string();
+            let k = format!("k{i}");
+            c.cmd(&[b"RESTORE", k.as_bytes(), b"0", &p, b"FREQ", freq.as_bytes()]);
+        }
+    };
+    let volatile_lru_setup = |c: &mut Conn| {
+        let p = payload(c);
+        for &i in &SHUFFLE {
+            let k = format!("k{i}");
+            let idle = (100_000 - 1000 * i).to_string();
+            // RESTORE sets the TTL itself: EXPIRE would touch the key.
+            c.cmd(&[
+                b"RESTORE",
+                k.as_bytes(),
+                b"1000000",
+                &p,
+                b"IDLETIME",
+                idle.as_bytes(),
+            ]);
+            // Older still, but without a TTL: never a candidate.
+            let idle = (200_000 - 1000 * i).to_string();
+            let k = format!("p{i}");
+            c.cmd(&[
+                b"RESTORE",
+                k.as_bytes(),
+                b"0",
+                &p,
+                b"IDLETIME",
+                idle.as_bytes(),
+            ]);
+        }
+    };
+    let cases: [(&str, &dyn Fn(&mut Conn)); 4] = [
+        ("volatile-ttl", &ttl_setup),
+        ("allkeys-lru", &lru_setup),
+        ("allkeys-lfu", &lfu_setup),
+        ("volatile-lru", &volatile_lru_setup),
+    ];
+    for (policy, setup) in cases {
+        let mut orders = Vec::new();
+        for (_, srv) in both() {
+            let order = eviction_order(&srv, policy, setup, 20);
+            if policy == "volatile-lru" {
+                let left = srv.conn().keys();
+                assert_eq!(left.len(), 20, "{policy}: the keys without TTL stay");
+                assert!(left.iter().all(|k| k.starts_with('p')), "{left:?}");
+            }
+            orders.push(order);
+        }
+        assert_eq!(orders[0], expected_rank, "{policy}: oxidis order");
+        assert_eq!(orders[0], orders[1], "{policy}: oxidis vs redis");
+    }
+}
+
+/// `lfu-log-factor 0` makes every access count (OBJECT FREQ grows by one
+/// per GET from the initial 5); the default factor grows it slower.
+#[test]
+fn lfu_log_factor_is_honoured() {
+    let mut seen = Vec::new();
+    for (_, srv) in both() {
+        let mut c = srv.conn();
+        c.ok(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"]);
+        c.ok(&["CONFIG", "SET", "lfu-log-factor", "0"]);
+        c.ok(&["SET", "k", "v"]);
+        let mut out = vec![c.raw(&["OBJECT", "FREQ", "k"])];
+        for _ in 0..30 {
+            c.ok(&["GET", "k"]);
+        }
+        out.push(c.raw(&["OBJECT", "FREQ", "k"]));
+        c.ok(&["CONFIG", "SET", "lfu-log-factor", "100"]);
+        c.ok(&["SET", "j", "v"]);
+        for _ in 0..30 {
+            c.ok(&["GET", "j"]);
+        }
+        let Value::Int(f) = c.cmd(&[b"OBJECT", b"FREQ", b"j"]) else {
+            panic!("OBJECT FREQ");
+        };
+        // One increment is certain from the initial value, then each one
+        // has probability 1/(n*100+1): far fewer than 30.
+        assert!((6..15).contains(&f), "{f}");
+        seen.push(out);
+    }
+    assert_eq!(seen[0], [":5\r\n", ":35\r\n"]);
+    assert_eq!(seen[0], seen[1]);
+}
