@@ -398,7 +398,8 @@ fn policies_evict_in_their_order() {
             ]);
         }
     };
-    let cases: [(&str, &dyn Fn(&mut Conn)); 4] = [
+    type Setup<'a> = &'a dyn Fn(&mut Conn);
+    let cases: [(&str, Setup); 4] = [
         ("volatile-ttl", &ttl_setup),
         ("allkeys-lru", &lru_setup),
         ("allkeys-lfu", &lfu_setup),

@@ -146,8 +146,8 @@ pub fn before_command(srv: &mut Server, client: &mut Client) {
 /// Eviction must not change the dataset now: while CLIENT PAUSE holds it
 /// (as expiry), or on a replica ignoring maxmemory (no replication yet).
 fn safe_to_evict(srv: &Server) -> bool {
-    !srv.pause
-        .is_some_and(|p| p.until_ms > crate::clock::real_now_us() / 1000)
+    srv.pause
+        .is_none_or(|p| p.until_ms <= crate::clock::real_now_us() / 1000)
 }
 
 /// Redis's `evictionTimeLimitUs`: tenacity 0-10 grows linearly to 500 µs,
