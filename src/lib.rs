@@ -145,6 +145,7 @@ fn run_on_thread(config: Config, ephemeral: bool, signals: bool) -> std::io::Res
                             .collect::<Vec<_>>();
                         let path = config.unixsocket.clone();
                         let srv = Rc::new(RefCell::new(server::Server::new(config)));
+                        server::memory::init();
                         if let Some(a) = addrs.first() {
                             srv.borrow_mut().config.port = a.port();
                         }

@@ -17,6 +17,7 @@ pub async fn run(srv: Rc<RefCell<Server>>) {
     let mut internal = Client::new(0, String::new(), String::new(), ConnKind::Script, false);
     let mut ticks = 0u32;
     let mut closed_at_trim = 0;
+    let mut sampled_at = Instant::now();
     loop {
         let hz = srv.borrow().config.hz.max(1);
         tokio::time::sleep(Duration::from_millis(1000 / hz as u64)).await;
@@ -34,6 +35,13 @@ pub async fn run(srv: Rc<RefCell<Server>>) {
         }
         let now = crate::clock::now_ms();
         s.stats.sample_ops(now);
+        // RSS and the allocator's statistics are slow to read: sampled here
+        // every 100 ms (as Redis's cronUpdateMemoryStats), never per command.
+        super::memory::used_memory();
+        if sampled_at.elapsed() >= MEMORY_SAMPLE_EVERY {
+            sampled_at = Instant::now();
+            super::memory::sample();
+        }
         crate::persist::cron(&mut s);
         ticks += 1;
         if ticks >= hz {
@@ -47,8 +55,11 @@ pub async fn run(srv: Rc<RefCell<Server>>) {
     }
 }
 
+/// How often RSS and the allocator statistics are read.
+const MEMORY_SAMPLE_EVERY: Duration = Duration::from_millis(100);
+
 /// Clients closed since the last trim that make the cron return freed heap
-/// to the OS (each left a few KiB behind in glibc's free lists).
+/// to the OS (each left a few KiB behind in the allocator's free lists).
 const CLOSED_BEFORE_TRIM: u64 = 1000;
 /// Clients idle this long give back their empty output buffer (as Redis's
 /// clientsCron resizes the buffers of clients idle for more than 2 s).
@@ -76,21 +87,11 @@ fn release_idle_memory(s: &mut Server, closed_at_trim: &mut u64) {
     }
 }
 
-/// Hands free heap pages back to the OS. glibc's allocator keeps them
-/// otherwise, so resident memory would stay at its peak after FLUSHALL or
-/// after many clients left (Redis's jemalloc returns them on its own).
+/// Hands free heap pages back to the OS at once (after FLUSHALL, or after
+/// many clients left), so resident memory comes down without waiting for
+/// the allocator's own decay.
 pub fn release_free_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        extern "C" {
-            fn malloc_trim(pad: usize) -> i32;
-        }
-        // SAFETY: malloc_trim only returns free heap memory to the kernel;
-        // it touches no live allocation.
-        unsafe {
-            malloc_trim(0);
-        }
-    }
+    super::memory::purge();
 }
 
 /// Samples keys with a TTL in every database and deletes expired ones,

@@ -5,6 +5,7 @@ pub mod client;
 pub mod cron;
 pub mod evict;
 pub mod fault;
+pub mod alloc;
 pub mod memory;
 pub mod monitor;
 pub mod notify;

@@ -213,8 +213,8 @@ fn total_system_memory() -> u64 {
 }
 
 fn memory(srv: &Server, out: &mut String) {
-    let rss = crate::server::memory::rss_bytes();
-    let used = crate::server::memory::used_memory();
+    let o = crate::cmd::server::memory::Overhead::of(srv);
+    let (used, rss) = (o.total, o.s.rss);
     let maxmemory = srv.config.get_i64("maxmemory").max(0) as u64;
     let sysmem = total_system_memory();
     out.push_str("# Memory\r\n");
@@ -222,16 +222,16 @@ fn memory(srv: &Server, out: &mut String) {
     line!(out, "used_memory_human:{}", human(used));
     line!(out, "used_memory_rss:{rss}");
     line!(out, "used_memory_rss_human:{}", human(rss));
-    line!(out, "used_memory_peak:{used}");
-    line!(out, "used_memory_peak_human:{}", human(used));
-    line!(out, "used_memory_peak_perc:100.00%");
-    line!(out, "used_memory_overhead:0");
-    line!(out, "used_memory_startup:0");
-    line!(out, "used_memory_dataset:{used}");
-    line!(out, "used_memory_dataset_perc:100.00%");
-    line!(out, "allocator_allocated:{used}");
-    line!(out, "allocator_active:{used}");
-    line!(out, "allocator_resident:{rss}");
+    line!(out, "used_memory_peak:{}", o.peak);
+    line!(out, "used_memory_peak_human:{}", human(o.peak));
+    line!(out, "used_memory_peak_perc:{:.2}%", o.peak_perc());
+    line!(out, "used_memory_overhead:{}", o.overhead_total);
+    line!(out, "used_memory_startup:{}", o.startup);
+    line!(out, "used_memory_dataset:{}", o.dataset);
+    line!(out, "used_memory_dataset_perc:{:.2}%", o.dataset_perc());
+    line!(out, "allocator_allocated:{}", o.s.allocated);
+    line!(out, "allocator_active:{}", o.s.active);
+    line!(out, "allocator_resident:{}", o.s.resident);
     line!(out, "total_system_memory:{sysmem}");
     line!(out, "total_system_memory_human:{}", human(sysmem));
     // Scripting figures come from the engines (`script::Scripting::info`).
@@ -258,31 +258,29 @@ fn memory(srv: &Server, out: &mut String) {
         "maxmemory_policy:{}",
         srv.config.get("maxmemory-policy").unwrap_or("noeviction")
     );
+    for (name, (r, b)) in [
+        ("allocator_frag", o.allocator_frag()),
+        ("allocator_rss", o.allocator_rss()),
+        ("rss_overhead", o.rss_extra()),
+        ("mem_fragmentation", o.total_frag()),
+    ] {
+        line!(out, "{name}_ratio:{r:.2}");
+        line!(out, "{name}_bytes:{b}");
+    }
+    // Replica and AOF buffers are what Redis leaves out of eviction's count.
+    line!(out, "mem_not_counted_for_evict:{}", o.aof_buffer);
     for f in [
-        "allocator_frag_ratio:1.00",
-        "allocator_frag_bytes:0",
-        "allocator_rss_ratio:1.00",
-        "allocator_rss_bytes:0",
-        "rss_overhead_ratio:1.00",
-        "rss_overhead_bytes:0",
-        "mem_fragmentation_ratio:1.00",
-        "mem_fragmentation_bytes:0",
-        "mem_not_counted_for_evict:0",
         "mem_replication_backlog:0",
         "mem_total_replication_buffers:0",
         "mem_clients_slaves:0",
-        "mem_clients_normal:0",
-        "mem_cluster_links:0",
     ] {
         line!(out, "{f}");
     }
-    line!(
-        out,
-        "mem_aof_buffer:{}",
-        crate::persist::aof::buffer_len(srv)
-    );
+    line!(out, "mem_clients_normal:{}", o.clients_normal);
+    line!(out, "mem_cluster_links:0");
+    line!(out, "mem_aof_buffer:{}", o.aof_buffer);
+    line!(out, "mem_allocator:{}", crate::server::memory::ALLOCATOR);
     for f in [
-        "mem_allocator:libc",
         "active_defrag_running:0",
         "lazyfree_pending_objects:0",
         "lazyfreed_objects:0",

@@ -9,6 +9,7 @@ mod debug_more;
 pub mod info;
 pub mod latency;
 mod latency_doctor;
+pub mod memory;
 pub mod persistence;
 pub mod slowlog;
 
@@ -36,7 +37,7 @@ pub static SPECS: &[CommandSpec] = &[
     ),
     CommandSpec::new("monitor", 1, ADMIN_SUB, (0, 0, 0), monitor),
     CommandSpec::container("slowlog", -2, slowlog::SUBS),
-    CommandSpec::container("memory", -2, debug::MEMORY_SUBS),
+    CommandSpec::container("memory", -2, memory::SUBS),
     CommandSpec::container("latency", -2, latency::SUBS),
     CommandSpec::new("debug", -2, ADMIN_SUB | PROTECTED, (0, 0, 0), debug::debug),
     CommandSpec::new(

@@ -1,0 +1,217 @@
+//! Memory accounting beside a real redis-server: INFO memory's fields, and `used_memory` following the data added and freed.
+//!
+//! Oxidis runs as its own process here (the allocator's count is
+//! process-wide, so an in-process server would also count the test).
+
+mod common;
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::real_redis::{free_port, temp_dir, RedisServer};
+
+const BIN: &str = env!("CARGO_BIN_EXE_oxidis-server");
+
+/// An oxidis-server process, killed on drop.
+struct Oxidis {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Oxidis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Oxidis {
+    fn start() -> Oxidis {
+        let port = free_port();
+        let dir = temp_dir("mem");
+        let child = Command::new(BIN)
+            .args(["--port", &port.to_string(), "--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(&dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn oxidis-server");
+        let end = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < end, "oxidis-server did not start");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Oxidis { child, port }
+    }
+
+    fn conn(&self) -> redis::Connection {
+        redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))
+            .unwrap()
+            .get_connection()
+            .unwrap()
+    }
+}
+
+/// INFO memory as (field, value) pairs, in order.
+fn info_memory(c: &mut redis::Connection) -> Vec<(String, String)> {
+    let s: String = redis::cmd("INFO").arg("memory").query(c).unwrap();
+    s.lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            let (k, v) = l.split_once(':').unwrap();
+            (k.to_string(), v.to_string())
+        })
+        .collect()
+}
+
+fn field(c: &mut redis::Connection, name: &str) -> String {
+    info_memory(c)
+        .into_iter()
+        .find(|(k, _)| k == name)
+        .unwrap_or_else(|| panic!("no {name} in INFO memory"))
+        .1
+}
+
+fn used(c: &mut redis::Connection) -> i64 {
+    field(c, "used_memory").parse().unwrap()
+}
+
+#[test]
+fn info_memory_fields_are_redis_fields_in_redis_order() {
+    let redis = RedisServer::start();
+    let ox = Oxidis::start();
+    let names = |c: &mut redis::Connection| -> Vec<String> {
+        info_memory(c).into_iter().map(|(k, _)| k).collect()
+    };
+    assert_eq!(names(&mut ox.conn()), names(&mut redis.conn()));
+    let mut c = ox.conn();
+    let alloc = field(&mut c, "mem_allocator");
+    assert!(
+        ["jemalloc-5.3.0", "libc", "mimalloc"].contains(&alloc.as_str()),
+        "{alloc}"
+    );
+}
+
+/// The MEMORY STATS keys, in order (db.N keys stand for themselves).
+fn stats_keys(c: &mut redis::Connection) -> Vec<String> {
+    let v: Vec<redis::Value> = redis::cmd("MEMORY").arg("STATS").query(c).unwrap();
+    v.iter()
+        .step_by(2)
+        .map(|k| match k {
+            redis::Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+            other => panic!("{other:?}"),
+        })
+        .collect()
+}
+
+#[test]
+fn memory_stats_keys_match_redis() {
+    let redis = RedisServer::start();
+    let ox = Oxidis::start();
+    for c in [&mut redis.conn(), &mut ox.conn()] {
+        let _: () = redis::cmd("SET").arg("k").arg("v").query(c).unwrap();
+    }
+    assert_eq!(stats_keys(&mut ox.conn()), stats_keys(&mut redis.conn()));
+}
+
+/// Fills `n` string keys of `size` bytes and `n / 100` hashes of 100 fields.
+fn fill(c: &mut redis::Connection, n: usize, size: usize) {
+    let value = "x".repeat(size);
+    for chunk in (0..n).collect::<Vec<_>>().chunks(1000) {
+        let mut p = redis::pipe();
+        for i in chunk {
+            p.cmd("SET").arg(format!("key:{i}")).arg(&value).ignore();
+        }
+        p.query::<()>(c).unwrap();
+    }
+    for h in 0..n / 100 {
+        let mut p = redis::pipe();
+        for f in 0..100 {
+            p.cmd("HSET")
+                .arg(format!("hash:{h}"))
+                .arg(format!("field:{f}"))
+                .arg(&value)
+                .ignore();
+        }
+        p.query::<()>(c).unwrap();
+    }
+}
+
+/// used_memory before, after the fill, after deleting half the strings, and
+/// after FLUSHALL.
+fn figures(c: &mut redis::Connection) -> [i64; 4] {
+    const N: usize = 50_000;
+    let base = used(c);
+    fill(c, N, 100);
+    let full = used(c);
+    for chunk in (0..N / 2).collect::<Vec<_>>().chunks(1000) {
+        let mut p = redis::pipe();
+        for i in chunk {
+            p.cmd("DEL").arg(format!("key:{i}")).ignore();
+        }
+        p.query::<()>(c).unwrap();
+    }
+    let half = used(c);
+    let _: () = redis::cmd("FLUSHALL").query(c).unwrap();
+    let flushed = used(c);
+    [base, full, half, flushed]
+}
+
+#[test]
+fn used_memory_follows_the_data_as_redis_reports_it() {
+    let redis = RedisServer::start();
+    let ox = Oxidis::start();
+    let r = figures(&mut redis.conn());
+    let o = figures(&mut ox.conn());
+    eprintln!("redis {r:?}\noxidis {o:?}");
+    let (r_grow, o_grow) = (r[1] - r[0], o[1] - o[0]);
+    // The data added: 50k keys and values, 500 hashes of 100 fields.
+    let payload = 50_000 * (9 + 100) + 500 * 100 * (8 + 100);
+    // Grows by at least the data added, and at most what Redis counts for
+    // the same data plus a quarter.
+    assert!(o_grow >= payload, "grew {o_grow} < payload {payload}");
+    assert!(o_grow <= r_grow + r_grow / 4, "grew {o_grow}, Redis {r_grow}");
+    // Deleting half the strings frees about what Redis frees (within a
+    // quarter of Redis's figure).
+    let (r_del, o_del) = (r[1] - r[2], o[1] - o[2]);
+    assert!((o_del - r_del).abs() <= r_del / 4, "freed {o_del}, Redis {r_del}");
+    // FLUSHALL comes back to the start within what Redis keeps over its own
+    // start (plus 1% of the fill for tables kept for reuse).
+    let (r_left, o_left) = (r[3] - r[0], o[3] - o[0]);
+    assert!(
+        o_left <= r_left.max(0) + r_grow / 100,
+        "left {o_left} after FLUSHALL, Redis {r_left}"
+    );
+}
+
+#[test]
+fn peak_holds_the_highest_figure_and_doctor_sees_it() {
+    let ox = Oxidis::start();
+    let mut c = ox.conn();
+    let _: () = redis::cmd("SET")
+        .arg("big")
+        .arg("x".repeat(32 << 20))
+        .query(&mut c)
+        .unwrap();
+    let full = used(&mut c);
+    let _: () = redis::cmd("DEL").arg("big").query(&mut c).unwrap();
+    let peak: i64 = field(&mut c, "used_memory_peak").parse().unwrap();
+    assert!(peak >= full, "peak {peak} < {full}");
+    // Under 5 MB used: Redis's answer for an (almost) empty instance.
+    let doctor: String = redis::cmd("MEMORY").arg("DOCTOR").query(&mut c).unwrap();
+    assert!(doctor.starts_with("Hi Sam, this instance is empty"), "{doctor}");
+    // Over 5 MB with a peak above 150%: the peak report.
+    let _: () = redis::cmd("SET")
+        .arg("mid")
+        .arg("x".repeat(8 << 20))
+        .query(&mut c)
+        .unwrap();
+    let doctor: String = redis::cmd("MEMORY").arg("DOCTOR").query(&mut c).unwrap();
+    assert!(
+        doctor.starts_with("Sam, I detected a few issues in this Redis instance memory implants:\n\n * Peak memory: In the past this instance used more than 150% the memory"),
+        "{doctor}"
+    );
+    assert!(doctor.ends_with("I'm here to keep you safe, Sam. I want to help you.\n"));
+}
