@@ -417,7 +417,15 @@ fn policies_evict_in_their_order() {
             orders.push(order);
         }
         assert_eq!(orders[0], expected_rank, "{policy}: oxidis order");
-        assert_eq!(orders[0], orders[1], "{policy}: oxidis vs redis");
+        // Redis's order is exact while its sample covers every key; with a
+        // few keys left in a table it does not shrink until its cron, its
+        // walk skips long empty stretches and may miss some, so only the
+        // start of its order is compared (ours shrinks as keys go).
+        assert_eq!(
+            orders[0][..10],
+            orders[1][..10],
+            "{policy}: oxidis vs redis"
+        );
     }
 }
 
@@ -451,4 +459,121 @@ fn lfu_log_factor_is_honoured() {
     }
     assert_eq!(seen[0], [":5\r\n", ":35\r\n"]);
     assert_eq!(seen[0], seen[1]);
+}
+
+/// The example: `maxmemory` 4 MB above use with `allkeys-lru`,
+/// then 40 values of 200 KB: both servers evict, and keep a similar number
+/// (used_memory counts allocator size classes in both).
+#[test]
+fn keeps_about_as_many_large_values_as_redis() {
+    let big = vec![b'x'; 200_000];
+    let mut kept = Vec::new();
+    for (name, srv) in both() {
+        let mut c = srv.conn();
+        let used: u64 = c.info_field("memory", "used_memory").parse().unwrap();
+        let max = (used + 4 * 1024 * 1024).to_string();
+        c.ok(&["CONFIG", "SET", "maxmemory", &max]);
+        c.ok(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"]);
+        for i in 0..40 {
+            let k = format!("k{i}");
+            assert_eq!(
+                c.cmd(&[b"SET", k.as_bytes(), &big]),
+                Value::Simple(b"OK".to_vec())
+            );
+        }
+        // Each command evicts first while memory is over the limit, so
+        // the key count is read alone.
+        let Value::Int(n) = c.cmd(&[b"DBSIZE"]) else {
+            panic!("DBSIZE");
+        };
+        let evicted: i64 = c.info_field("stats", "evicted_keys").parse().unwrap();
+        assert!(
+            evicted > 0 && n + evicted >= 40,
+            "{name}: {n} kept, {evicted} evicted"
+        );
+        kept.push(n);
+    }
+    assert!(kept[1] > 0 && kept[1] < 40, "redis kept {}", kept[1]);
+    assert!(
+        (kept[0] - kept[1]).abs() <= 3,
+        "oxidis kept {}, redis {}",
+        kept[0],
+        kept[1]
+    );
+}
+
+/// allkeys-lru with the default 5 samples under real memory pressure:
+/// keys read after every key was made old (RESTORE ... IDLETIME) all
+/// survive while older keys are evicted to make room, on both servers.
+#[test]
+fn lru_keeps_recently_read_keys() {
+    let big = vec![b'x'; 100_000];
+    for (name, srv) in both() {
+        let mut c = srv.conn();
+        c.ok(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"]);
+        c.cmd(&[b"SET", b"__tmp", &big]);
+        let Value::Bulk(p) = c.cmd(&[b"DUMP", b"__tmp"]) else {
+            panic!("DUMP");
+        };
+        c.ok(&["DEL", "__tmp"]);
+        for i in 0..50 {
+            let k = format!("old{i}");
+            c.cmd(&[b"RESTORE", k.as_bytes(), b"0", &p, b"IDLETIME", b"10000"]);
+        }
+        let hot: Vec<String> = (0..50).step_by(5).map(|i| format!("old{i}")).collect();
+        for k in &hot {
+            c.ok(&["GET", k]);
+        }
+        let used: u64 = c.info_field("memory", "used_memory").parse().unwrap();
+        c.ok(&["CONFIG", "SET", "maxmemory", &used.to_string()]);
+        for i in 0..20 {
+            let k = format!("new{i}");
+            c.cmd(&[b"SET", k.as_bytes(), &big]);
+        }
+        let evicted: usize = c.info_field("stats", "evicted_keys").parse().unwrap();
+        assert!(evicted >= 15, "{name}: evicted {evicted}");
+        let keys = c.keys();
+        for k in &hot {
+            assert!(keys.contains(k), "{name}: {k} was evicted");
+        }
+        c.ok(&["CONFIG", "SET", "maxmemory", "0"]);
+    }
+}
+
+/// allkeys-lfu with the default 5 samples under real memory pressure: keys
+/// with a high access counter survive while rarely used ones go.
+#[test]
+fn lfu_keeps_frequently_used_keys() {
+    let big = vec![b'x'; 100_000];
+    for (name, srv) in both() {
+        let mut c = srv.conn();
+        c.ok(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"]);
+        c.cmd(&[b"SET", b"__tmp", &big]);
+        let Value::Bulk(p) = c.cmd(&[b"DUMP", b"__tmp"]) else {
+            panic!("DUMP");
+        };
+        c.ok(&["DEL", "__tmp"]);
+        let mut hot = Vec::new();
+        for i in 0..50 {
+            let k = format!("k{i}");
+            let freq: &[u8] = if i % 5 == 0 { b"100" } else { b"0" };
+            c.cmd(&[b"RESTORE", k.as_bytes(), b"0", &p, b"FREQ", freq]);
+            if i % 5 == 0 {
+                hot.push(k);
+            }
+        }
+        let used: u64 = c.info_field("memory", "used_memory").parse().unwrap();
+        c.ok(&["CONFIG", "SET", "maxmemory", &used.to_string()]);
+        for i in 0..20 {
+            let k = format!("new{i}");
+            c.cmd(&[b"SET", k.as_bytes(), &big]);
+        }
+        let evicted: usize = c.info_field("stats", "evicted_keys").parse().unwrap();
+        assert!(evicted >= 15, "{name}: evicted {evicted}");
+        let keys = c.keys();
+        for k in &hot {
+            assert!(keys.contains(k), "{name}: {k} was evicted");
+        }
+        c.ok(&["CONFIG", "SET", "maxmemory", "0"]);
+    }
 }

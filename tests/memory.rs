@@ -30,7 +30,14 @@ impl Oxidis {
         let port = free_port();
         let dir = temp_dir("mem");
         let child = Command::new(BIN)
-            .args(["--port", &port.to_string(), "--save", "", "--appendonly", "no"])
+            .args([
+                "--port",
+                &port.to_string(),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
             .arg("--dir")
             .arg(&dir)
             .stdin(Stdio::null())
@@ -172,11 +179,17 @@ fn used_memory_follows_the_data_as_redis_reports_it() {
     // Grows by at least the data added, and at most what Redis counts for
     // the same data plus a quarter.
     assert!(o_grow >= payload, "grew {o_grow} < payload {payload}");
-    assert!(o_grow <= r_grow + r_grow / 4, "grew {o_grow}, Redis {r_grow}");
+    assert!(
+        o_grow <= r_grow + r_grow / 4,
+        "grew {o_grow}, Redis {r_grow}"
+    );
     // Deleting half the strings frees about what Redis frees (within a
     // quarter of Redis's figure).
     let (r_del, o_del) = (r[1] - r[2], o[1] - o[2]);
-    assert!((o_del - r_del).abs() <= r_del / 4, "freed {o_del}, Redis {r_del}");
+    assert!(
+        (o_del - r_del).abs() <= r_del / 4,
+        "freed {o_del}, Redis {r_del}"
+    );
     // FLUSHALL comes back to the start within what Redis keeps over its own
     // start (plus 1% of the fill for tables kept for reuse).
     let (r_left, o_left) = (r[3] - r[0], o[3] - o[0]);
@@ -201,7 +214,10 @@ fn peak_holds_the_highest_figure_and_doctor_sees_it() {
     assert!(peak >= full, "peak {peak} < {full}");
     // Under 5 MB used: Redis's answer for an (almost) empty instance.
     let doctor: String = redis::cmd("MEMORY").arg("DOCTOR").query(&mut c).unwrap();
-    assert!(doctor.starts_with("Hi Sam, this instance is empty"), "{doctor}");
+    assert!(
+        doctor.starts_with("Hi Sam, this instance is empty"),
+        "{doctor}"
+    );
     // Over 5 MB with a peak above 150%: the peak report.
     let _: () = redis::cmd("SET")
         .arg("mid")

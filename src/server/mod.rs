@@ -1,11 +1,11 @@
 //! The server: shared state owned by the one data thread, and the context handlers run in.
 
+pub mod alloc;
 pub mod blocking;
 pub mod client;
 pub mod cron;
 pub mod evict;
 pub mod fault;
-pub mod alloc;
 pub mod memory;
 pub mod monitor;
 pub mod notify;

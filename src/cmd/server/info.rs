@@ -268,7 +268,11 @@ fn memory(srv: &Server, out: &mut String) {
         line!(out, "{name}_bytes:{b}");
     }
     // Replica and AOF buffers are what Redis leaves out of eviction's count.
-    line!(out, "mem_not_counted_for_evict:{}", o.aof_buffer);
+    line!(
+        out,
+        "mem_not_counted_for_evict:{}",
+        crate::server::evict::not_counted_memory(srv)
+    );
     for f in [
         "mem_replication_backlog:0",
         "mem_total_replication_buffers:0",

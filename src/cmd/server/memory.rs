@@ -258,7 +258,8 @@ fn doctor_report(srv: &Server) -> String {
     if found.is_empty() {
         return "Hi Sam, I can't find any memory issue in your instance. I can only account for what occurs on this base.\n".into();
     }
-    let mut s = String::from("Sam, I detected a few issues in this Redis instance memory implants:\n\n");
+    let mut s =
+        String::from("Sam, I detected a few issues in this Redis instance memory implants:\n\n");
     for f in found {
         s.push_str(&f);
     }
