@@ -577,3 +577,36 @@ fn lfu_keeps_frequently_used_keys() {
         c.ok(&["CONFIG", "SET", "maxmemory", "0"]);
     }
 }
+
+/// A keyspace table does not grow when its new bucket array would take
+/// memory over `maxmemory` (Redis's `dictExpandAllowed`): with 4096 keys
+/// and 10 KB of room, two more keys fit without evicting anything, where
+/// doubling the table (64 KB) would have forced evictions (Redis's suite:
+/// "Don't rehash if used memory exceeds maxmemory after rehash").
+#[test]
+fn keyspace_table_does_not_grow_past_maxmemory() {
+    for (name, srv) in both() {
+        let mut c = srv.conn();
+        c.ok(&["CONFIG", "SET", "maxmemory-policy", "allkeys-random"]);
+        for i in 0..4096 {
+            let k = format!("key:{i}");
+            c.send(&[b"SET", k.as_bytes(), b"value"]);
+        }
+        for _ in 0..4096 {
+            c.read_raw();
+        }
+        // The first INFO leaves its reply buffer behind; measure after it.
+        c.info_field("memory", "used_memory");
+        let used: u64 = c.info_field("memory", "used_memory").parse().unwrap();
+        c.ok(&[
+            "CONFIG",
+            "SET",
+            "maxmemory",
+            &(used + 10 * 1024).to_string(),
+        ]);
+        c.ok(&["SET", "k1", "v1"]);
+        c.ok(&["SET", "k2", "v2"]);
+        assert_eq!(c.raw(&["DBSIZE"]), ":4098\r\n", "{name}");
+        c.ok(&["CONFIG", "SET", "maxmemory", "0"]);
+    }
+}

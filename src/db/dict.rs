@@ -79,6 +79,32 @@ pub struct Dict<V> {
     buckets: Vec<Link<V>>,
     len: usize,
     hasher: foldhash::quality::RandomState,
+    /// A keyspace table: it does not grow when the new bucket array would
+    /// take memory over `maxmemory` (see [`set_growth_limit`]).
+    guarded: bool,
+}
+
+thread_local! {
+    /// The memory guarded tables may grow to (Redis's
+    /// `overMaxmemoryAfterAlloc`): `maxmemory` plus what eviction does not
+    /// count; 0 when there is no limit. Kept by `server::evict`.
+    static GROWTH_LIMIT: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Sets the memory limit guarded tables respect when they grow (0: none).
+pub fn set_growth_limit(limit: u64) {
+    GROWTH_LIMIT.with(|c| c.set(limit));
+}
+
+/// Past this load (entries per bucket) a guarded table grows whatever the
+/// memory (Redis's `HASHTABLE_MAX_LOAD_FACTOR`).
+const MAX_LOAD: f64 = 1.618;
+
+/// Redis's `dictExpandAllowed`: growing by `more` bytes is allowed unless
+/// it would cross the limit while the table is not yet overloaded.
+fn growth_allowed(more: usize, load: f64) -> bool {
+    let limit = GROWTH_LIMIT.with(|c| c.get());
+    limit == 0 || load > MAX_LOAD || crate::server::memory::used_memory() + more as u64 <= limit
 }
 
 impl<V> Default for Dict<V> {
@@ -98,7 +124,15 @@ impl<V> Dict<V> {
             buckets: Vec::new(),
             len: 0,
             hasher: foldhash::quality::RandomState::default(),
+            guarded: false,
         }
+    }
+
+    /// A keyspace table, whose growth respects `maxmemory`.
+    pub fn guarded() -> Self {
+        let mut d = Self::new();
+        d.guarded = true;
+        d
     }
 
     #[inline]
@@ -196,7 +230,15 @@ impl<V> Dict<V> {
     fn insert_key(&mut self, key: Key, val: V) -> &mut V {
         if self.len >= self.buckets.len() {
             let size = (self.buckets.len() * 2).max(MIN_SIZE);
-            self.resize(size);
+            let allowed = !self.guarded
+                || self.buckets.is_empty()
+                || growth_allowed(
+                    size * std::mem::size_of::<Link<V>>(),
+                    self.len as f64 / self.buckets.len() as f64,
+                );
+            if allowed {
+                self.resize(size);
+            }
         }
         let i = self.index(&key);
         let next = self.buckets[i].take();

@@ -188,6 +188,8 @@ impl Db {
     pub fn new(id: usize) -> Db {
         Db {
             id,
+            keys: Dict::guarded(),
+            expires: Dict::guarded(),
             ..Default::default()
         }
     }

@@ -139,8 +139,21 @@ pub fn before_command(srv: &mut Server, client: &mut Client) {
         srv.evict.oom = false;
         return;
     }
+    set_growth_limit(srv);
     srv.evict.oom = perform(srv, client) == Outcome::Fail;
     super::tracking::send_pending(srv, client);
+}
+
+/// The memory the keyspace tables may grow to: `maxmemory` plus what is
+/// not counted (the AOF buffer, as Redis's `overMaxmemoryAfterAlloc`).
+fn set_growth_limit(srv: &Server) {
+    let max = srv.config.maxmemory;
+    let limit = if max == 0 {
+        0
+    } else {
+        max + not_counted_memory(srv)
+    };
+    crate::db::dict::set_growth_limit(limit);
 }
 
 /// Eviction must not change the dataset now: while CLIENT PAUSE holds it
@@ -384,6 +397,7 @@ pub fn maxmemory_changed(srv: &mut Server) {
 pub fn apply_config(srv: &Server) {
     let c = &srv.config;
     crate::db::set_lfu_params(c.lfu_log_factor, c.lfu_decay_time);
+    set_growth_limit(srv);
 }
 
 #[cfg(test)]
