@@ -11,26 +11,11 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::real_redis::{free_port, temp_dir, RedisServer};
+use common::process::Oxidis;
+use common::real_redis::{temp_dir, RedisServer};
 use oxidis::resp::value::{parse_value, Value};
-
-const BIN: &str = env!("CARGO_BIN_EXE_oxidis-server");
-
-/// An oxidis-server process, killed on drop.
-struct Oxidis {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Oxidis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 enum Server {
     Ox(Oxidis),
@@ -51,27 +36,7 @@ impl Server {
 }
 
 fn oxidis() -> Server {
-    let port = free_port();
-    let child = Command::new(BIN)
-        .args([
-            "--port",
-            &port.to_string(),
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn oxidis-server");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "oxidis-server did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Server::Ox(Oxidis { child, port })
+    Server::Ox(Oxidis::start())
 }
 
 fn redis() -> Server {
@@ -317,13 +282,27 @@ fn eviction_order(srv: &Server, policy: &str, setup: &dyn Fn(&mut Conn), n: usiz
 }
 
 /// A DUMP payload of a short string, for RESTORE with IDLETIME / FREQ.
-fn payload(c: &mut Conn) -> Vec<u8> {
-    c.ok(&["SET", "__tmp", "v"]);
+fn payload(c: &mut Conn, value: &[u8]) -> Vec<u8> {
+    c.cmd(&[b"SET", b"__tmp", value]);
     let Value::Bulk(p) = c.cmd(&[b"DUMP", b"__tmp"]) else {
         panic!("DUMP");
     };
     c.ok(&["DEL", "__tmp"]);
     p
+}
+
+/// RESTOREs `key` from `payload` with a TTL in ms (0: none) and one option
+/// (IDLETIME or FREQ) set to `val`.
+fn restore(c: &mut Conn, key: &str, ttl: &str, payload: &[u8], opt: &[u8], val: &str) {
+    let r = c.cmd(&[
+        b"RESTORE",
+        key.as_bytes(),
+        ttl.as_bytes(),
+        payload,
+        opt,
+        val.as_bytes(),
+    ]);
+    assert_eq!(r, Value::Simple(b"OK".to_vec()), "RESTORE {key}");
 }
 
 /// A fixed shuffle of 0..20, so keys are not created in score order.
@@ -349,53 +328,27 @@ fn policies_evict_in_their_order() {
         }
     };
     let lru_setup = |c: &mut Conn| {
-        let p = payload(c);
+        let p = payload(c, b"v");
         for &i in &SHUFFLE {
             let idle = (100_000 - 1000 * i).to_string();
-            let k = format!("k{i}");
-            c.cmd(&[
-                b"RESTORE",
-                k.as_bytes(),
-                b"0",
-                &p,
-                b"IDLETIME",
-                idle.as_bytes(),
-            ]);
+            restore(c, &format!("k{i}"), "0", &p, b"IDLETIME", &idle);
         }
     };
     let lfu_setup = |c: &mut Conn| {
-        let p = payload(c);
+        let p = payload(c, b"v");
         for &i in &SHUFFLE {
-            let freq = (10 * i).to_string();
-            let k = format!("k{i}");
-            c.cmd(&[b"RESTORE", k.as_bytes(), b"0", &p, b"FREQ", freq.as_bytes()]);
+            restore(c, &format!("k{i}"), "0", &p, b"FREQ", &(10 * i).to_string());
         }
     };
     let volatile_lru_setup = |c: &mut Conn| {
-        let p = payload(c);
+        let p = payload(c, b"v");
         for &i in &SHUFFLE {
-            let k = format!("k{i}");
             let idle = (100_000 - 1000 * i).to_string();
             // RESTORE sets the TTL itself: EXPIRE would touch the key.
-            c.cmd(&[
-                b"RESTORE",
-                k.as_bytes(),
-                b"1000000",
-                &p,
-                b"IDLETIME",
-                idle.as_bytes(),
-            ]);
+            restore(c, &format!("k{i}"), "1000000", &p, b"IDLETIME", &idle);
             // Older still, but without a TTL: never a candidate.
             let idle = (200_000 - 1000 * i).to_string();
-            let k = format!("p{i}");
-            c.cmd(&[
-                b"RESTORE",
-                k.as_bytes(),
-                b"0",
-                &p,
-                b"IDLETIME",
-                idle.as_bytes(),
-            ]);
+            restore(c, &format!("p{i}"), "0", &p, b"IDLETIME", &idle);
         }
     };
     type Setup<'a> = &'a dyn Fn(&mut Conn);
@@ -502,80 +455,61 @@ fn keeps_about_as_many_large_values_as_redis() {
     );
 }
 
-/// allkeys-lru with the default 5 samples under real memory pressure:
-/// keys read after every key was made old (RESTORE ... IDLETIME) all
-/// survive while older keys are evicted to make room, on both servers.
-#[test]
-fn lru_keeps_recently_read_keys() {
+/// Sets `maxmemory` to what is used now, writes 20 values of 100 KB and
+/// returns the keys left (at least 15 were evicted to make room).
+fn keys_after_pressure(name: &str, c: &mut Conn) -> Vec<String> {
+    let used: u64 = c.info_field("memory", "used_memory").parse().unwrap();
+    c.ok(&["CONFIG", "SET", "maxmemory", &used.to_string()]);
     let big = vec![b'x'; 100_000];
+    for i in 0..20 {
+        let k = format!("new{i}");
+        c.cmd(&[b"SET", k.as_bytes(), &big]);
+    }
+    let evicted: usize = c.info_field("stats", "evicted_keys").parse().unwrap();
+    assert!(evicted >= 15, "{name}: evicted {evicted}");
+    let keys = c.keys();
+    c.ok(&["CONFIG", "SET", "maxmemory", "0"]);
+    keys
+}
+
+/// Under `policy` with the default 5 samples and real memory pressure,
+/// one key in five ("hot") survives while others are evicted to make room,
+/// on both servers. Every key is restored with `opt` set to `hot_val` or
+/// `cold_val`; with `read_hot`, hot keys are then read once.
+fn hot_keys_survive(policy: &str, opt: &[u8], hot_val: &str, cold_val: &str, read_hot: bool) {
     for (name, srv) in both() {
         let mut c = srv.conn();
-        c.ok(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"]);
-        c.cmd(&[b"SET", b"__tmp", &big]);
-        let Value::Bulk(p) = c.cmd(&[b"DUMP", b"__tmp"]) else {
-            panic!("DUMP");
-        };
-        c.ok(&["DEL", "__tmp"]);
+        c.ok(&["CONFIG", "SET", "maxmemory-policy", policy]);
+        let p = payload(&mut c, &[b'x'; 100_000]);
+        let hot: Vec<String> = (0..50).step_by(5).map(|i| format!("k{i}")).collect();
         for i in 0..50 {
-            let k = format!("old{i}");
-            c.cmd(&[b"RESTORE", k.as_bytes(), b"0", &p, b"IDLETIME", b"10000"]);
+            let k = format!("k{i}");
+            let v = if hot.contains(&k) { hot_val } else { cold_val };
+            restore(&mut c, &k, "0", &p, opt, v);
         }
-        let hot: Vec<String> = (0..50).step_by(5).map(|i| format!("old{i}")).collect();
+        if read_hot {
+            for k in &hot {
+                c.ok(&["GET", k]);
+            }
+        }
+        let keys = keys_after_pressure(name, &mut c);
         for k in &hot {
-            c.ok(&["GET", k]);
+            assert!(keys.contains(k), "{name} ({policy}): {k} was evicted");
         }
-        let used: u64 = c.info_field("memory", "used_memory").parse().unwrap();
-        c.ok(&["CONFIG", "SET", "maxmemory", &used.to_string()]);
-        for i in 0..20 {
-            let k = format!("new{i}");
-            c.cmd(&[b"SET", k.as_bytes(), &big]);
-        }
-        let evicted: usize = c.info_field("stats", "evicted_keys").parse().unwrap();
-        assert!(evicted >= 15, "{name}: evicted {evicted}");
-        let keys = c.keys();
-        for k in &hot {
-            assert!(keys.contains(k), "{name}: {k} was evicted");
-        }
-        c.ok(&["CONFIG", "SET", "maxmemory", "0"]);
     }
 }
 
-/// allkeys-lfu with the default 5 samples under real memory pressure: keys
-/// with a high access counter survive while rarely used ones go.
+/// allkeys-lru: keys read after every key was made old (RESTORE ...
+/// IDLETIME) all survive.
+#[test]
+fn lru_keeps_recently_read_keys() {
+    hot_keys_survive("allkeys-lru", b"IDLETIME", "10000", "10000", true);
+}
+
+/// allkeys-lfu: keys with a high access counter survive.
 #[test]
 fn lfu_keeps_frequently_used_keys() {
-    let big = vec![b'x'; 100_000];
-    for (name, srv) in both() {
-        let mut c = srv.conn();
-        c.ok(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"]);
-        c.cmd(&[b"SET", b"__tmp", &big]);
-        let Value::Bulk(p) = c.cmd(&[b"DUMP", b"__tmp"]) else {
-            panic!("DUMP");
-        };
-        c.ok(&["DEL", "__tmp"]);
-        let mut hot = Vec::new();
-        for i in 0..50 {
-            let k = format!("k{i}");
-            let freq: &[u8] = if i % 5 == 0 { b"100" } else { b"0" };
-            c.cmd(&[b"RESTORE", k.as_bytes(), b"0", &p, b"FREQ", freq]);
-            if i % 5 == 0 {
-                hot.push(k);
-            }
-        }
-        let used: u64 = c.info_field("memory", "used_memory").parse().unwrap();
-        c.ok(&["CONFIG", "SET", "maxmemory", &used.to_string()]);
-        for i in 0..20 {
-            let k = format!("new{i}");
-            c.cmd(&[b"SET", k.as_bytes(), &big]);
-        }
-        let evicted: usize = c.info_field("stats", "evicted_keys").parse().unwrap();
-        assert!(evicted >= 15, "{name}: evicted {evicted}");
-        let keys = c.keys();
-        for k in &hot {
-            assert!(keys.contains(k), "{name}: {k} was evicted");
-        }
-        c.ok(&["CONFIG", "SET", "maxmemory", "0"]);
-    }
+    hot_keys_survive("allkeys-lfu", b"FREQ", "100", "0", false);
 }
 
 /// A keyspace table does not grow when its new bucket array would take

@@ -225,16 +225,23 @@ fn oom(srv: &Server, client: &Client, cmd: CmdRef, args: &Args) -> Option<Reject
     if !over_maxmemory(srv) {
         return None;
     }
-    let effective = |spec, args: &Args| crate::script::cmd_flags::effective(srv, spec, args);
     let in_multi = client.multi.is_some() && !cmd.spec.has(flags::TXN_CONTROL);
-    let denyoom = effective(cmd.spec, args) & flags::DENYOOM != 0
+    let denyoom = flagged_or_queued(srv, client, cmd, args, flags::DENYOOM);
+    (denyoom || in_multi).then_some(Rejection::Oom)
+}
+
+/// True when the command has one of `mask`'s flags as the checks see them
+/// (scripts by their declared flags), or is an EXEC whose queue holds such
+/// a command (Redis's `cmd_flags` and `mstate.cmd_flags`).
+fn flagged_or_queued(srv: &Server, client: &Client, cmd: CmdRef, args: &Args, mask: u32) -> bool {
+    let effective = |spec, args: &Args| crate::script::cmd_flags::effective(srv, spec, args);
+    effective(cmd.spec, args) & mask != 0
         || (cmd.spec.has(flags::TXN_EXEC)
             && client.multi.as_ref().is_some_and(|m| {
                 m.queue
                     .iter()
-                    .any(|q| effective(q.spec, &q.argv.args()) & flags::DENYOOM != 0)
-            }));
-    (denyoom || in_multi).then_some(Rejection::Oom)
+                    .any(|q| effective(q.spec, &q.argv.args()) & mask != 0)
+            }))
 }
 
 /// True when `maxmemory` is set and the running top-level command started
@@ -248,14 +255,7 @@ fn over_maxmemory(srv: &Server) -> bool {
 /// (Redis's `processCommand` after OOM).
 fn disk_error(srv: &Server, client: &Client, cmd: CmdRef, args: &Args) -> Option<Rejection> {
     let denied = crate::persist::write_denied(srv)?;
-    let effective = |spec, args: &Args| crate::script::cmd_flags::effective(srv, spec, args);
-    let write = effective(cmd.spec, args) & flags::WRITE != 0
-        || (cmd.spec.has(flags::TXN_EXEC)
-            && client.multi.as_ref().is_some_and(|m| {
-                m.queue
-                    .iter()
-                    .any(|q| effective(q.spec, &q.argv.args()) & flags::WRITE != 0)
-            }));
+    let write = flagged_or_queued(srv, client, cmd, args, flags::WRITE);
     (write || cmd.spec.name == "ping").then_some(denied)
 }
 
@@ -293,15 +293,7 @@ fn paused_now(srv: &Server, client: &Client, cmd: CmdRef, args: &Args) -> bool {
     if !p.write_only {
         return true;
     }
-    let writes = flags::WRITE | flags::MAY_REPLICATE;
-    let effective = |spec, args: &Args| crate::script::cmd_flags::effective(srv, spec, args);
-    effective(cmd.spec, args) & writes != 0
-        || (cmd.spec.has(flags::TXN_EXEC)
-            && client.multi.as_ref().is_some_and(|m| {
-                m.queue
-                    .iter()
-                    .any(|q| effective(q.spec, &q.argv.args()) & writes != 0)
-            }))
+    flagged_or_queued(srv, client, cmd, args, flags::WRITE | flags::MAY_REPLICATE)
 }
 
 /// Lookup stage: the command (or subcommand) for a request, with Redis's
