@@ -5,10 +5,54 @@
 
 mod common;
 
-use common::process::Oxidis;
-use common::real_redis::RedisServer;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::real_redis::{free_port, temp_dir, RedisServer};
+
+const BIN: &str = env!("CARGO_BIN_EXE_oxidis-server");
+
+/// An oxidis-server process, killed on drop.
+struct Oxidis {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Oxidis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
 
 impl Oxidis {
+    fn start() -> Oxidis {
+        let port = free_port();
+        let dir = temp_dir("mem");
+        let child = Command::new(BIN)
+            .args([
+                "--port",
+                &port.to_string(),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .arg("--dir")
+            .arg(&dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn oxidis-server");
+        let end = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < end, "oxidis-server did not start");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Oxidis { child, port }
+    }
+
     fn conn(&self) -> redis::Connection {
         redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))
             .unwrap()

@@ -130,11 +130,7 @@ impl Overhead {
         self.total as f64 * 100.0 / self.peak.max(1) as f64
     }
     pub fn bytes_per_key(&self) -> u64 {
-        if self.keys == 0 {
-            0
-        } else {
-            self.net() / self.keys
-        }
+        self.net().checked_div(self.keys).unwrap_or(0)
     }
     /// allocator active / allocated.
     pub fn allocator_frag(&self) -> (f64, i64) {
