@@ -73,6 +73,11 @@ pub static ACTED: &[&str] = &[
     "daemonize",
     "always-show-logo",
     "maxmemory",
+    "maxmemory-policy",
+    "maxmemory-samples",
+    "maxmemory-eviction-tenacity",
+    "lfu-log-factor",
+    "lfu-decay-time",
     "pidfile",
     "logfile",
     "loglevel",
@@ -177,8 +182,16 @@ pub struct Config {
     /// `maxmemory` in bytes (0: no limit), read by the gate's OOM stage on
     /// every denyoom command, so never looked up by name there.
     pub maxmemory: u64,
-    /// `maxmemory-policy` is `noeviction` (the gate refuses instead of evicting).
-    pub maxmemory_noeviction: bool,
+    /// `maxmemory-policy`, `maxmemory-samples`, `maxmemory-eviction-tenacity`
+    /// and `lazyfree-lazy-eviction`, read by eviction (`server::evict`).
+    pub maxmemory_policy: crate::server::evict::Policy,
+    pub maxmemory_samples: usize,
+    pub maxmemory_eviction_tenacity: u32,
+    pub lazyfree_lazy_eviction: bool,
+    /// `lfu-log-factor` and `lfu-decay-time`, handed to the databases by
+    /// `server::evict::apply_config`.
+    pub lfu_log_factor: u32,
+    pub lfu_decay_time: u32,
     /// `lazyfree-lazy-expire`, read after every command while propagation has
     /// a consumer.
     pub lazyfree_lazy_expire: bool,
@@ -223,7 +236,12 @@ impl Default for Config {
             zset_max_listpack_value: 64,
             hll_sparse_max_bytes: 3000,
             maxmemory: 0,
-            maxmemory_noeviction: true,
+            maxmemory_policy: Default::default(),
+            maxmemory_samples: 5,
+            maxmemory_eviction_tenacity: 10,
+            lazyfree_lazy_eviction: false,
+            lfu_log_factor: 10,
+            lfu_decay_time: 1,
             lazyfree_lazy_expire: false,
         };
         for prm in PARAMS {
@@ -471,7 +489,14 @@ impl Config {
             "zset-max-listpack-value" => self.zset_max_listpack_value = int().max(0) as usize,
             "hll-sparse-max-bytes" => self.hll_sparse_max_bytes = int().max(0) as usize,
             "maxmemory" => self.maxmemory = int().max(0) as u64,
-            "maxmemory-policy" => self.maxmemory_noeviction = v == "noeviction",
+            "maxmemory-policy" => self.maxmemory_policy = crate::server::evict::Policy::parse(&v),
+            "maxmemory-samples" => self.maxmemory_samples = int().max(1) as usize,
+            "maxmemory-eviction-tenacity" => {
+                self.maxmemory_eviction_tenacity = int().clamp(0, 100) as u32
+            }
+            "lazyfree-lazy-eviction" => self.lazyfree_lazy_eviction = v == "yes",
+            "lfu-log-factor" => self.lfu_log_factor = int().clamp(0, u32::MAX as i64) as u32,
+            "lfu-decay-time" => self.lfu_decay_time = int().clamp(0, u32::MAX as i64) as u32,
             "lazyfree-lazy-expire" => self.lazyfree_lazy_expire = v == "yes",
             _ => {}
         }

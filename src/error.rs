@@ -38,6 +38,9 @@ pub enum Error {
     StringTooLong,
     /// `OOM command not allowed when used memory > 'maxmemory'.`
     Oom,
+    /// `OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'`
+    /// (a script with a shebang, without `allow-oom` or `no-writes`)
+    ScriptOom,
     /// `ERR max number of clients reached` (a connection over `maxclients`)
     MaxClients,
     /// `ERR numkeys should be greater than 0` (LMPOP, ZMPOP, SINTERCARD, ...)
@@ -110,6 +113,7 @@ impl Error {
                 "ERR string exceeds maximum allowed size (proto-max-bulk-len)".into()
             }
             Error::Oom => "OOM command not allowed when used memory > 'maxmemory'.".into(),
+            Error::ScriptOom => "OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'".into(),
             Error::MaxClients => "ERR max number of clients reached".into(),
             Error::NumKeysPositive => "ERR numkeys should be greater than 0".into(),
             Error::CountPositive => "ERR count should be greater than 0".into(),

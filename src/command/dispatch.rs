@@ -19,6 +19,11 @@ pub fn dispatch(srv: &mut Server, client: &mut Client, args: &Args) {
     if args.is_empty() {
         return;
     }
+    // maxmemory: evict before the gate's OOM stage decides (Redis's
+    // processCommand; eviction here runs before the earlier stages too).
+    if srv.config.maxmemory != 0 {
+        crate::server::evict::before_command(srv, client);
+    }
     let verdict = gate::check(srv, client, args, Caller::Client);
     if let Verdict::Postpone = verdict {
         client.postponed = true;

@@ -115,8 +115,12 @@ pub fn admit(srv: &Server, client: &Client, cmd: CmdRef, args: &Args, caller: Ca
         if let Some(r) = cluster(srv, client, cmd, args) {
             return reject(r);
         }
-        if let Some(r) = oom(srv, client, cmd, args) {
-            return reject(r);
+        // A command read while a script runs past its threshold neither
+        // evicts nor is refused for memory (Redis: a yielding command).
+        if !matches!(caller, Caller::WhileBusy { .. }) {
+            if let Some(r) = oom(srv, client, cmd, args) {
+                return reject(r);
+            }
         }
         if let Some(r) = disk_error(srv, client, cmd, args) {
             return reject(r);
@@ -186,8 +190,8 @@ fn script_stage(
     }
     let oom_exempt = allow_oom || wrote;
     // A denyoom command is refused over maxmemory unless the script already
-    // wrote or declared `allow-oom` (Redis's `scriptVerifyOOM`; Redis judges
-    // memory as the script started, Oxidis as the command runs).
+    // wrote or declared `allow-oom` (Redis's `scriptVerifyOOM`), judged by
+    // the memory state as the command that runs the script started.
     if !oom_exempt && spec.has(flags::DENYOOM) && over_maxmemory(srv) {
         return reject(Rejection::Oom);
     }
@@ -210,30 +214,40 @@ fn cluster(_srv: &Server, _client: &Client, _cmd: CmdRef, _args: &Args) -> Optio
     None
 }
 
-/// OOM stage: after trying eviction, refuse `denyoom` commands (scripts by
-/// their declared flags) and, inside MULTI, anything but the transaction's
-/// own commands, while used memory is over `maxmemory` (Redis's
-/// `processCommand`). Used memory is what INFO reports as `used_memory`
-/// (the resident set until issue 13 brings allocator accounting). Only the
-/// `noeviction` policy is acted on here: the others evict first, which issue
-/// 13 builds, so until then they refuse nothing rather than refuse what
-/// Redis would make room for.
+/// OOM stage: refuse `denyoom` commands (scripts by their declared flags),
+/// EXEC of a transaction holding one, and inside MULTI anything but the
+/// transaction's own commands, while memory is over `maxmemory` with nothing
+/// left to evict (Redis's `processCommand`). Eviction ran just before, in
+/// dispatch (`server::evict::before_command`), which set the state read here.
 fn oom(srv: &Server, client: &Client, cmd: CmdRef, args: &Args) -> Option<Rejection> {
-    // The memory test first: without maxmemory (the usual case) the
+    // The memory state first: without maxmemory (the usual case) the
     // command's flags need not be worked out.
     if !over_maxmemory(srv) {
         return None;
     }
     let in_multi = client.multi.is_some() && !cmd.spec.has(flags::TXN_CONTROL);
-    let denyoom = crate::script::cmd_flags::effective(srv, cmd.spec, args) & flags::DENYOOM != 0;
+    let denyoom = flagged_or_queued(srv, client, cmd, args, flags::DENYOOM);
     (denyoom || in_multi).then_some(Rejection::Oom)
 }
 
-/// True when `maxmemory` is set under `noeviction` and used memory is over
-/// it (the OOM stages' one measure; see [`oom`]).
+/// True when the command has one of `mask`'s flags as the checks see them
+/// (scripts by their declared flags), or is an EXEC whose queue holds such
+/// a command (Redis's `cmd_flags` and `mstate.cmd_flags`).
+fn flagged_or_queued(srv: &Server, client: &Client, cmd: CmdRef, args: &Args, mask: u32) -> bool {
+    let effective = |spec, args: &Args| crate::script::cmd_flags::effective(srv, spec, args);
+    effective(cmd.spec, args) & mask != 0
+        || (cmd.spec.has(flags::TXN_EXEC)
+            && client.multi.as_ref().is_some_and(|m| {
+                m.queue
+                    .iter()
+                    .any(|q| effective(q.spec, &q.argv.args()) & mask != 0)
+            }))
+}
+
+/// True when `maxmemory` is set and the running top-level command started
+/// over it with nothing left to evict (Redis's `pre_command_oom_state`).
 fn over_maxmemory(srv: &Server) -> bool {
-    let max = srv.config.maxmemory;
-    max > 0 && srv.config.maxmemory_noeviction && crate::server::memory::used_memory() > max
+    srv.config.maxmemory > 0 && srv.evict.oom
 }
 
 /// Disk-error stage: when persisting failed (`persist::write_denied`),
@@ -241,14 +255,7 @@ fn over_maxmemory(srv: &Server) -> bool {
 /// (Redis's `processCommand` after OOM).
 fn disk_error(srv: &Server, client: &Client, cmd: CmdRef, args: &Args) -> Option<Rejection> {
     let denied = crate::persist::write_denied(srv)?;
-    let effective = |spec, args: &Args| crate::script::cmd_flags::effective(srv, spec, args);
-    let write = effective(cmd.spec, args) & flags::WRITE != 0
-        || (cmd.spec.has(flags::TXN_EXEC)
-            && client.multi.as_ref().is_some_and(|m| {
-                m.queue
-                    .iter()
-                    .any(|q| effective(q.spec, &q.argv.args()) & flags::WRITE != 0)
-            }));
+    let write = flagged_or_queued(srv, client, cmd, args, flags::WRITE);
     (write || cmd.spec.name == "ping").then_some(denied)
 }
 
@@ -290,15 +297,7 @@ fn paused_now(srv: &Server, client: &Client, cmd: CmdRef, args: &Args) -> bool {
     if !p.write_only {
         return true;
     }
-    let writes = flags::WRITE | flags::MAY_REPLICATE;
-    let effective = |spec, args: &Args| crate::script::cmd_flags::effective(srv, spec, args);
-    effective(cmd.spec, args) & writes != 0
-        || (cmd.spec.has(flags::TXN_EXEC)
-            && client.multi.as_ref().is_some_and(|m| {
-                m.queue
-                    .iter()
-                    .any(|q| effective(q.spec, &q.argv.args()) & writes != 0)
-            }))
+    flagged_or_queued(srv, client, cmd, args, flags::WRITE | flags::MAY_REPLICATE)
 }
 
 /// Lookup stage: the command (or subcommand) for a request, with Redis's

@@ -79,6 +79,32 @@ pub struct Dict<V> {
     buckets: Vec<Link<V>>,
     len: usize,
     hasher: foldhash::quality::RandomState,
+    /// A keyspace table: it does not grow when the new bucket array would
+    /// take memory over `maxmemory` (see [`set_growth_limit`]).
+    guarded: bool,
+}
+
+thread_local! {
+    /// The memory guarded tables may grow to (Redis's
+    /// `overMaxmemoryAfterAlloc`): `maxmemory` plus what eviction does not
+    /// count; 0 when there is no limit. Kept by `server::evict`.
+    static GROWTH_LIMIT: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Sets the memory limit guarded tables respect when they grow (0: none).
+pub fn set_growth_limit(limit: u64) {
+    GROWTH_LIMIT.with(|c| c.set(limit));
+}
+
+/// Past this load (entries per bucket) a guarded table grows whatever the
+/// memory (Redis's `HASHTABLE_MAX_LOAD_FACTOR`).
+const MAX_LOAD: f64 = 1.618;
+
+/// Redis's `dictExpandAllowed`: growing by `more` bytes is allowed unless
+/// it would cross the limit while the table is not yet overloaded.
+fn growth_allowed(more: usize, load: f64) -> bool {
+    let limit = GROWTH_LIMIT.with(|c| c.get());
+    limit == 0 || load > MAX_LOAD || crate::server::memory::used_memory() + more as u64 <= limit
 }
 
 impl<V> Default for Dict<V> {
@@ -98,7 +124,15 @@ impl<V> Dict<V> {
             buckets: Vec::new(),
             len: 0,
             hasher: foldhash::quality::RandomState::default(),
+            guarded: false,
         }
+    }
+
+    /// A keyspace table, whose growth respects `maxmemory`.
+    pub fn guarded() -> Self {
+        let mut d = Self::new();
+        d.guarded = true;
+        d
     }
 
     #[inline]
@@ -196,7 +230,15 @@ impl<V> Dict<V> {
     fn insert_key(&mut self, key: Key, val: V) -> &mut V {
         if self.len >= self.buckets.len() {
             let size = (self.buckets.len() * 2).max(MIN_SIZE);
-            self.resize(size);
+            let allowed = !self.guarded
+                || self.buckets.is_empty()
+                || growth_allowed(
+                    size * std::mem::size_of::<Link<V>>(),
+                    self.len as f64 / self.buckets.len() as f64,
+                );
+            if allowed {
+                self.resize(size);
+            }
         }
         let i = self.index(&key);
         let next = self.buckets[i].take();
@@ -358,6 +400,49 @@ impl<V> Dict<V> {
         v.reverse_bits()
     }
 
+    /// Walks whole chains of consecutive buckets from a random one, handing
+    /// `visit` every entry met, until `visit` says it has enough or about
+    /// `want * 10` buckets were looked at; a long stretch of empty buckets
+    /// jumps to another random place (sparse tables). The walk of Redis's
+    /// `dictGetSomeKeys`, shared by [`Dict::random_fair`] and [`Dict::sample`].
+    fn walk_from_random<'a>(
+        &'a self,
+        want: usize,
+        mut rand: impl FnMut() -> u64,
+        mut visit: impl FnMut(&'a Entry<V>, &mut dyn FnMut() -> u64) -> bool,
+    ) {
+        if self.len == 0 {
+            return;
+        }
+        let mask = self.buckets.len() - 1;
+        let mut i = (rand() as usize) & mask;
+        let mut empty_run = 0;
+        let mut steps = want * 10;
+        while steps > 0 {
+            steps -= 1;
+            match self.buckets[i].as_deref() {
+                None => {
+                    empty_run += 1;
+                    if empty_run >= 5 && empty_run > want {
+                        i = (rand() as usize) & mask;
+                        empty_run = 0;
+                    }
+                }
+                Some(head) => {
+                    empty_run = 0;
+                    let mut cur = Some(head);
+                    while let Some(e) = cur {
+                        if visit(e, &mut rand) {
+                            return;
+                        }
+                        cur = e.next.as_deref();
+                    }
+                }
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
     /// A random entry, drawn from a sample of up to [`FAIR_SAMPLE`] entries
     /// found in consecutive buckets from a random one (Redis's
     /// `dictGetFairRandomKey`). [`Dict::random`] favours entries alone in
@@ -368,49 +453,41 @@ impl<V> Dict<V> {
             return None;
         }
         let want = FAIR_SAMPLE.min(self.len);
-        let mask = self.buckets.len() - 1;
         let mut sample: [Option<&Entry<V>>; FAIR_SAMPLE] = [None; FAIR_SAMPLE];
         let mut seen = 0usize;
-        let mut i = (rand() as usize) & mask;
-        let mut empty_run = 0;
-        let mut steps = want * 10;
-        while seen < want && steps > 0 {
-            steps -= 1;
-            match self.buckets[i].as_deref() {
-                None => {
-                    // A long empty stretch: jump elsewhere (sparse tables).
-                    empty_run += 1;
-                    if empty_run >= 5 && empty_run > want {
-                        i = (rand() as usize) & mask;
-                        empty_run = 0;
-                    }
-                }
-                Some(head) => {
-                    empty_run = 0;
-                    // The whole chain is sampled (reservoir sampling past
-                    // `want`), so the end of a chain is not disfavoured.
-                    let mut cur = Some(head);
-                    while let Some(e) = cur {
-                        if seen < want {
-                            sample[seen] = Some(e);
-                        } else {
-                            let r = (rand() % (seen as u64 + 1)) as usize;
-                            if r < want {
-                                sample[r] = Some(e);
-                            }
-                        }
-                        seen += 1;
-                        cur = e.next.as_deref();
-                    }
+        // The whole chain is sampled (reservoir sampling past `want`), so
+        // the end of a chain is not disfavoured; the walk stops once a
+        // chain ends with `want` entries seen.
+        self.walk_from_random(want, &mut rand, |e, rand| {
+            if seen < want {
+                sample[seen] = Some(e);
+            } else {
+                let r = (rand() % (seen as u64 + 1)) as usize;
+                if r < want {
+                    sample[r] = Some(e);
                 }
             }
-            i = (i + 1) & mask;
-        }
+            seen += 1;
+            seen >= want && e.next.is_none()
+        });
         if seen == 0 {
             return self.random(rand);
         }
         let e = sample[(rand() % seen.min(want) as u64) as usize]?;
         Some((&*e.key, &e.val))
+    }
+
+    /// Up to `count` entries found in consecutive buckets from a random one
+    /// (Redis's `dictGetSomeKeys`, what eviction samples): cheap, not
+    /// uniform, and possibly fewer than `count` in a sparse table.
+    pub fn sample(&self, count: usize, rand: impl FnMut() -> u64, mut f: impl FnMut(&[u8], &V)) {
+        let want = count.min(self.len);
+        let mut n = 0;
+        self.walk_from_random(want, rand, |e, _| {
+            f(&e.key, &e.val);
+            n += 1;
+            n >= want
+        });
     }
 
     /// A random entry, choosing a random non-empty bucket then a random entry

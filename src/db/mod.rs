@@ -1,6 +1,7 @@
 //! The keyspace: databases of keys with values and expiry, WATCH versions and blocked-client waiters.
 
 pub mod dict;
+pub mod evict_sample;
 mod typed;
 pub mod value;
 
@@ -47,9 +48,18 @@ pub struct Entry {
 
 /// LFU counter of a new key (`LFU_INIT_VAL`).
 pub const LFU_INIT_VAL: u32 = 5;
-/// Redis's defaults for `lfu-log-factor` and `lfu-decay-time` (minutes).
-const LFU_LOG_FACTOR: u32 = 10;
-const LFU_DECAY_TIME: u32 = 1;
+
+thread_local! {
+    /// `lfu-log-factor` and `lfu-decay-time` (minutes; 0: no decay), kept
+    /// in step with the configuration by `server::evict::apply_config`;
+    /// Redis's defaults until then.
+    static LFU_PARAMS: std::cell::Cell<(u32, u32)> = const { std::cell::Cell::new((10, 1)) };
+}
+
+/// Sets `lfu-log-factor` and `lfu-decay-time` for this (the data) thread.
+pub fn set_lfu_params(log_factor: u32, decay_time: u32) {
+    LFU_PARAMS.with(|c| c.set((log_factor, decay_time)));
+}
 
 thread_local! {
     /// Set while a `CLIENT NO-TOUCH` client runs a command: lookups leave the
@@ -131,7 +141,8 @@ impl Entry {
         } else {
             65535 - ldt + now
         };
-        let periods = elapsed / LFU_DECAY_TIME;
+        let decay = LFU_PARAMS.with(|c| c.get().1);
+        let periods = elapsed.checked_div(decay).unwrap_or(0);
         counter.saturating_sub(periods)
     }
 
@@ -145,7 +156,8 @@ impl Entry {
         if counter < 255 {
             // LFULogIncr: increment with probability 1/((counter-init)*factor+1).
             let base = counter.saturating_sub(LFU_INIT_VAL) as f64;
-            let p = 1.0 / (base * LFU_LOG_FACTOR as f64 + 1.0);
+            let factor = LFU_PARAMS.with(|c| c.get().0);
+            let p = 1.0 / (base * factor as f64 + 1.0);
             *rand = rand.wrapping_add(0x9E37_79B9_7F4A_7C15);
             let mut z = *rand;
             z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -193,6 +205,8 @@ impl Db {
     pub fn new(id: usize) -> Db {
         Db {
             id,
+            keys: Dict::guarded(),
+            expires: Dict::guarded(),
             ..Default::default()
         }
     }
@@ -802,6 +816,25 @@ mod tests {
             n = f;
         }
         assert!(n > LFU_INIT_VAL + 1, "the counter grows logarithmically");
+    }
+
+    /// `lfu-decay-time`: the counter loses one per period of that many
+    /// minutes since its last decrement; 0 turns decay off.
+    #[test]
+    fn lfu_decay_time_is_honoured() {
+        let mut db = Db::new(0);
+        db.set(b"k", s("v"));
+        let ten_minutes_ago = now_minutes().wrapping_sub(10) & 0xffff;
+        db.keys.get_mut(b"k").unwrap().lfu = ten_minutes_ago << 8 | 20;
+        let freq = |db: &Db, decay| {
+            set_lfu_params(10, decay);
+            db.peek_entry(b"k").unwrap().freq()
+        };
+        assert_eq!(freq(&db, 1), 10);
+        assert_eq!(freq(&db, 5), 18);
+        assert_eq!(freq(&db, 0), 20);
+        assert_eq!(freq(&db, 3), 17);
+        set_lfu_params(10, 1);
     }
 
     /// SWAPDB touches watched keys present on either side; an expired key

@@ -229,6 +229,7 @@ pub async fn run(
         s.tcp_addrs = (s.config.bind.clone(), s.config.port);
     }
     srv.borrow_mut().self_ref = Some(Rc::downgrade(&srv));
+    crate::server::evict::apply_config(&srv.borrow());
     if let Some(l) = unix {
         let srv = srv.clone();
         let path = srv.borrow().config.unixsocket.clone().unwrap_or_default();

@@ -37,6 +37,16 @@ pub fn effective(srv: &Server, spec: &CommandSpec, args: &Args) -> u32 {
     }
 }
 
+/// Redis's `scriptPrepareForRun` OOM check for a script that declares
+/// `flags`: refused when the command running it started over `maxmemory`
+/// with nothing left to evict, unless it declared `allow-oom` or `no-writes`.
+pub fn verify_start_oom(srv: &Server, flags: u32) -> Result<(), crate::error::Error> {
+    if srv.evict.oom && srv.config.maxmemory != 0 && flags & (ALLOW_OOM | NO_WRITES) == 0 {
+        return Err(crate::error::Error::ScriptOom);
+    }
+    Ok(())
+}
+
 /// Redis's `scriptFlagsToCmdFlags`: a script that declares flags writes
 /// unless `no-writes`, is denied on OOM unless `no-writes` or `allow-oom`,
 /// runs on a stale replica only with `allow-stale`, and is no longer a

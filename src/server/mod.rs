@@ -4,6 +4,7 @@ pub mod alloc;
 pub mod blocking;
 pub mod client;
 pub mod cron;
+pub mod evict;
 pub mod fault;
 pub mod memory;
 pub mod monitor;
@@ -73,6 +74,8 @@ pub struct Server {
     /// Clients currently blocked on keys (lists family, `blocking.rs`), so
     /// the check after every command costs nothing when nobody waits.
     pub blocked_clients: usize,
+    /// maxmemory: the eviction pool and the OOM state (`evict`).
+    pub evict: evict::Eviction,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -164,6 +167,7 @@ impl Server {
             script: Default::default(),
             tracking: Default::default(),
             blocked_clients: Default::default(),
+            evict: Default::default(),
         }
     }
 

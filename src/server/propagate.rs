@@ -273,6 +273,19 @@ impl Propagation {
         self.flush(false);
     }
 
+    /// A key deleted outside any command (eviction before a command or in
+    /// its timer): DEL, or UNLINK when `unlink`, sent by the next
+    /// [`Propagation::flush_expired`] (never wrapped in MULTI/EXEC).
+    pub fn deleted_outside_command(&mut self, db: usize, key: &[u8], unlink: bool) {
+        self.sync();
+        if !self.active() {
+            return;
+        }
+        let name: &[u8] = if unlink { b"UNLINK" } else { b"DEL" };
+        let resp = encode([name, key].into_iter());
+        self.pending.push(Op { db, resp });
+    }
+
     /// Turns keys the databases expired since the last look into DEL/UNLINK ops.
     fn record_expired(&mut self, lazy: bool) {
         let name: &[u8] = if lazy { b"UNLINK" } else { b"DEL" };

@@ -19,6 +19,10 @@ pub struct Stats {
     pub net_input_bytes: u64,
     pub net_output_bytes: u64,
     pub evicted_keys: u64,
+    /// Microseconds memory spent over `maxmemory` in past episodes
+    /// (`total_eviction_exceeded_time`), and when the current one began.
+    pub eviction_exceeded_us: u64,
+    pub eviction_exceeded_since: Option<std::time::Instant>,
     pub pubsub_messages: u64,
     /// Indexed by the command id the table assigns.
     pub commands: Vec<CmdStat>,

@@ -3,6 +3,7 @@
 
 pub mod case;
 pub mod inproc;
+pub mod process;
 pub mod real_redis;
 
 use std::io::{Read, Write};

@@ -52,6 +52,7 @@ fn fcall_generic(ctx: &mut Ctx, args: &Args, read_only: bool) -> CmdResult {
         return Err(Error::msg("Bad number of keys provided"));
     }
     let (keys, argv) = parse_keys_args(args)?;
+    crate::script::cmd_flags::verify_start_oom(ctx.srv, flags)?;
     let call = Call {
         func_ref,
         name: name.into(),

@@ -147,6 +147,9 @@ fn eval_generic(ctx: &mut Ctx, args: &Args, by_sha: bool, read_only: bool) -> Cm
         Some(f) => read_only || f & NO_WRITES != 0,
         None => read_only,
     };
+    if let Some(f) = flags {
+        crate::script::cmd_flags::verify_start_oom(ctx.srv, f)?;
+    }
     let call = Call {
         func_ref,
         name,

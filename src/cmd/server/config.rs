@@ -218,7 +218,12 @@ fn after_set(ctx: &mut Ctx, before: &crate::config::Config) {
         }
     }
     let max = cfg.slowlog_max_len;
+    let maxmemory_changed = cfg.maxmemory != before.maxmemory;
     ctx.srv.slowlog.trim(max);
+    crate::server::evict::apply_config(ctx.srv);
+    if maxmemory_changed {
+        crate::server::evict::maxmemory_changed(ctx.srv);
+    }
 }
 
 /// ```text

@@ -268,7 +268,11 @@ fn memory(srv: &Server, out: &mut String) {
         line!(out, "{name}_bytes:{b}");
     }
     // Replica and AOF buffers are what Redis leaves out of eviction's count.
-    line!(out, "mem_not_counted_for_evict:{}", o.aof_buffer);
+    line!(
+        out,
+        "mem_not_counted_for_evict:{}",
+        crate::server::evict::not_counted_memory(srv)
+    );
     for f in [
         "mem_replication_backlog:0",
         "mem_total_replication_buffers:0",
@@ -323,13 +327,16 @@ fn stats(srv: &Server, out: &mut String) {
         line!(out, "{f}");
     }
     line!(out, "evicted_keys:{}", st.evicted_keys);
-    for f in [
-        "evicted_clients:0",
-        "total_eviction_exceeded_time:0",
-        "current_eviction_exceeded_time:0",
-    ] {
-        line!(out, "{f}");
-    }
+    line!(out, "evicted_clients:0");
+    let current_us = st
+        .eviction_exceeded_since
+        .map_or(0, |t| t.elapsed().as_micros() as u64);
+    line!(
+        out,
+        "total_eviction_exceeded_time:{}",
+        (st.eviction_exceeded_us + current_us) / 1000
+    );
+    line!(out, "current_eviction_exceeded_time:{}", current_us / 1000);
     line!(out, "keyspace_hits:{hits}");
     line!(out, "keyspace_misses:{misses}");
     line!(out, "pubsub_channels:{}", srv.pubsub.channels.len());
