@@ -10,7 +10,11 @@
 //! Redis fsyncs on its only thread in `beforeSleep`, so nothing runs during
 //! the fsync. Here the data thread keeps running the other clients' commands
 //! meanwhile, and the next fdatasync covers all of them: the batch grows
-//! with the load.
+//! with the load. After an fdatasync the thread waits for the connections
+//! it released to come back with their next writes (as many waits as it
+//! ended, or half the last fdatasync's duration at most) before starting
+//! the next one: without that, clients split into two groups that take
+//! turns, each fdatasync covering half of them (what Redis does at P1).
 
 use std::cell::RefCell;
 use std::fs::File;
@@ -18,6 +22,7 @@ use std::pin::pin;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
+use std::time::Instant;
 
 use tokio::sync::Notify;
 
@@ -41,12 +46,22 @@ struct Shared {
 }
 
 /// The newest request: the file being appended to and the bytes written to
-/// it (and to the files before it) by then.
+/// it (and to the files before it) by then; and the connections waiting.
 #[derive(Default)]
 struct Want {
     file: Option<Arc<File>>,
     upto: u64,
     stop: bool,
+    /// The target of each connection waiting to reply.
+    waiting: Vec<u64>,
+    /// Waits ever started (`waiting` pushes).
+    arrivals: u64,
+}
+
+/// Before the next fdatasync: `arrivals` to reach `until`, or `deadline`.
+struct Gather {
+    until: u64,
+    deadline: Instant,
 }
 
 impl Group {
@@ -90,6 +105,20 @@ impl Group {
         }
     }
 
+    /// `request`, for a connection that then waits for `upto` (counted by
+    /// the sync thread's gathering).
+    fn join(&self, file: &Arc<File>, upto: u64) {
+        {
+            let mut want = self.shared.lock();
+            if !want.stop {
+                want.waiting.push(upto);
+                want.arrivals += 1;
+                self.shared.kick.notify_one();
+            }
+        }
+        self.request(file, upto);
+    }
+
     pub(super) fn synced(&self) -> u64 {
         self.shared.synced.load(Ordering::Acquire)
     }
@@ -97,6 +126,7 @@ impl Group {
     /// The data thread fsynced by itself (a file switched or closed).
     pub(super) fn mark_synced(&self, upto: u64) {
         self.shared.synced.fetch_max(upto, Ordering::AcqRel);
+        self.shared.lock().waiting.retain(|&t| t > upto);
         self.shared.done.notify_waiters();
     }
 
@@ -130,22 +160,49 @@ impl Shared {
     /// The sync thread: one fdatasync at a time, each covering everything
     /// written before it began, back to back while writes keep coming.
     fn run(&self) {
+        let mut gather: Option<Gather> = None;
         loop {
             let (file, upto) = {
                 let mut want = self.lock();
-                while !want.stop && want.upto <= self.synced.load(Ordering::Acquire) {
-                    want = self.kick.wait(want).unwrap_or_else(|e| e.into_inner());
-                }
-                if want.stop {
-                    return;
+                loop {
+                    if want.stop {
+                        return;
+                    }
+                    if want.upto <= self.synced.load(Ordering::Acquire) {
+                        want = self.kick.wait(want).unwrap_or_else(|e| e.into_inner());
+                        continue;
+                    }
+                    let now = Instant::now();
+                    match &gather {
+                        Some(g) if want.arrivals < g.until && now < g.deadline => {
+                            want = self
+                                .kick
+                                .wait_timeout(want, g.deadline - now)
+                                .unwrap_or_else(|e| e.into_inner())
+                                .0;
+                        }
+                        _ => break,
+                    }
                 }
                 match &want.file {
                     Some(f) => (f.clone(), want.upto),
                     None => continue,
                 }
             };
+            let began = Instant::now();
             fsync_or_exit(&file);
-            self.synced.fetch_max(upto, Ordering::AcqRel);
+            let took = began.elapsed();
+            {
+                let mut want = self.lock();
+                self.synced.fetch_max(upto, Ordering::AcqRel);
+                let before = want.waiting.len();
+                want.waiting.retain(|&t| t > upto);
+                let released = (before - want.waiting.len()) as u64;
+                gather = Some(Gather {
+                    until: want.arrivals + released,
+                    deadline: Instant::now() + took / 2,
+                });
+            }
             self.done.notify_waiters();
         }
     }
@@ -212,7 +269,7 @@ pub async fn before_reply(srv: &Rc<RefCell<Server>>, has_output: bool) {
         }
         // Bytes written while another policy was in force, or before the
         // policy changed back, are covered by this request.
-        g.request(&file, target);
+        g.join(&file, target);
         (g.shared.clone(), target)
     };
     Group::wait(shared, target).await;
