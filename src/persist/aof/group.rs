@@ -279,7 +279,7 @@ pub async fn before_reply(srv: &Rc<RefCell<Server>>, has_output: bool) {
 mod tests {
     use super::*;
     use std::future::Future;
-    use std::task::{Context, Poll, Waker};
+    use std::task::{Context, Waker};
 
     /// A waiter is released by the sync thread's completion, not before:
     /// with the thread stopped nothing syncs, and marking the bytes synced
