@@ -335,18 +335,25 @@ fn flush<'a, S: AsyncWrite + Unpin>(
         // What is being written; the client's buffer takes new output meanwhile.
         let outbuf = &mut BytesMut::new();
         loop {
-            // What the round's commands appended to the AOF reaches the
-            // file (and the disk with `appendfsync always`) before any reply.
-            crate::persist::aof::before_reply(srv).await;
-            {
+            let has_output = {
                 let mut c = cell.state.borrow_mut();
                 if c.reply.buf.is_empty() {
                     if c.reply.buf.capacity() > KEEP_OUTPUT {
                         c.reply.buf = BytesMut::new();
                     }
-                    return Ok(());
+                    false
+                } else {
+                    std::mem::swap(&mut c.reply.buf, outbuf);
+                    true
                 }
-                std::mem::swap(&mut c.reply.buf, outbuf);
+            };
+            // What the commands so far appended to the AOF reaches the file
+            // (and the disk with `appendfsync always`) before this output,
+            // taken just now, is sent; output added meanwhile waits for the
+            // next turn.
+            crate::persist::aof::before_reply(srv, has_output).await;
+            if !has_output {
+                return Ok(());
             }
             // Write without holding up a kill (a slow reader over its output
             // limit): `write` is cancel-safe, so a wake-up loses no progress.

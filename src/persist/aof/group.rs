@@ -1,72 +1,316 @@
-//! `appendfsync always` as Redis's event loop does it: one write + fsync per round covers every client whose commands ran in it, and no reply leaves before.
+//! `appendfsync always` as group commit: a dedicated thread fdatasyncs what was written while the data thread runs on, and no reply leaves before the bytes appended ahead of it are on disk.
+//!
+//! The invariant, "reply after disk": a connection takes its output, notes
+//! how many bytes the AOF had been appended by then (its target: every
+//! write that output can reflect, its own and the ones it may have read),
+//! writes them to the file, and sends nothing until the sync thread reports
+//! an fdatasync that began after those bytes were written. Replies of one
+//! connection leave in order (its task writes them one after the other).
+//!
+//! Redis fsyncs on its only thread in `beforeSleep`, so nothing runs during
+//! the fsync. Here the data thread keeps running the other clients' commands
+//! meanwhile, and the next fdatasync covers all of them: the batch grows
+//! with the load. After an fdatasync the thread waits for the connections
+//! it released to come back with their next writes (as many waits as it
+//! ended, or half the last fdatasync's duration at most) before starting
+//! the next one: without that, clients split into two groups that take
+//! turns, each fdatasync covering half of them (what Redis does at P1).
 
 use std::cell::RefCell;
+use std::fs::File;
+use std::pin::pin;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Instant;
 
 use tokio::sync::Notify;
 
 use super::{Fsync, State};
 use crate::server::Server;
 
-/// The sync task's two signals: `kick` asks for a round, `round` tells the
-/// connections waiting to reply that their commands are on disk.
+/// The sync thread's handle, kept in `Aof::group` (started on first use).
 pub struct Group {
-    kick: Rc<Notify>,
-    round: Rc<Notify>,
+    shared: Arc<Shared>,
 }
 
-/// Called by a connection before it writes replies. Without the AOF, or
-/// with `everysec`/`no`, the buffer is written at once (a write(2), so a
-/// crash of the process loses nothing acknowledged). With `always` the
-/// connection waits for the sync task's next round instead of fsyncing on
-/// its own: that task runs after every connection ready now has run its
-/// requests (Redis's beforeSleep after the epoll batch), so one fsync
-/// serves them all.
-pub async fn before_reply(srv: &Rc<RefCell<Server>>) {
-    // The bytes this reply depends on: everything appended so far. Commands
-    // other clients run meanwhile append more, which a later round covers.
-    let mut target = None;
-    loop {
-        let round = {
-            let Ok(mut s) = srv.try_borrow_mut() else {
-                return;
-            };
-            if s.aof.state == State::Off {
+/// What the data thread and the sync thread share.
+struct Shared {
+    /// Bytes (counted as `Aof::written_total`) known to be on disk.
+    synced: AtomicU64,
+    /// Wakes the connections waiting for `synced` to grow.
+    done: Notify,
+    want: Mutex<Want>,
+    /// Wakes the sync thread when `want` changes.
+    kick: Condvar,
+}
+
+/// The newest request: the file being appended to and the bytes written to
+/// it (and to the files before it) by then; and the connections waiting.
+#[derive(Default)]
+struct Want {
+    file: Option<Arc<File>>,
+    upto: u64,
+    stop: bool,
+    /// The target of each connection waiting to reply.
+    waiting: Vec<u64>,
+    /// Waits ever started (`waiting` pushes).
+    arrivals: u64,
+}
+
+/// Before the next fdatasync: `arrivals` to reach `until`, or `deadline`.
+struct Gather {
+    until: u64,
+    deadline: Instant,
+}
+
+impl Group {
+    /// Starts the sync thread; without one, `request` fsyncs in place.
+    fn start() -> Group {
+        let shared = Arc::new(Shared {
+            synced: AtomicU64::new(0),
+            done: Notify::new(),
+            want: Mutex::new(Want::default()),
+            kick: Condvar::new(),
+        });
+        let worker = shared.clone();
+        let spawned = std::thread::Builder::new()
+            .name("aof_fsync_always".into())
+            .spawn(move || worker.run());
+        if let Err(e) = spawned {
+            crate::log::warning(&format!("Can't start the AOF fsync thread: {e}"));
+            shared.lock().stop = true;
+        }
+        Group { shared }
+    }
+
+    /// Asks for the first `upto` bytes ever written (the last of them to
+    /// `file`) to reach the disk. Called after the write(2) returned.
+    pub(super) fn request(&self, file: &Arc<File>, upto: u64) {
+        if self.synced() >= upto {
+            return;
+        }
+        let mut want = self.shared.lock();
+        if want.stop {
+            // No thread: fsync here rather than never.
+            drop(want);
+            fsync_or_exit(file);
+            self.mark_synced(upto);
+            return;
+        }
+        if want.upto < upto {
+            want.upto = upto;
+            want.file = Some(file.clone());
+            self.shared.kick.notify_one();
+        }
+    }
+
+    /// `request`, for a connection that then waits for `upto` (counted by
+    /// the sync thread's gathering).
+    fn join(&self, file: &Arc<File>, upto: u64) {
+        {
+            let mut want = self.shared.lock();
+            if !want.stop {
+                want.waiting.push(upto);
+                want.arrivals += 1;
+                self.shared.kick.notify_one();
+            }
+        }
+        self.request(file, upto);
+    }
+
+    pub(super) fn synced(&self) -> u64 {
+        self.shared.synced.load(Ordering::Acquire)
+    }
+
+    /// The data thread fsynced by itself (a file switched or closed).
+    pub(super) fn mark_synced(&self, upto: u64) {
+        self.shared.synced.fetch_max(upto, Ordering::AcqRel);
+        self.shared.lock().waiting.retain(|&t| t > upto);
+        self.shared.done.notify_waiters();
+    }
+
+    /// Resolves once `synced` reaches `target`.
+    async fn wait(shared: Arc<Shared>, target: u64) {
+        loop {
+            let mut done = pin!(shared.done.notified());
+            // Registered before the check: a completion between the check
+            // and the await still wakes us.
+            done.as_mut().enable();
+            if shared.synced.load(Ordering::Acquire) >= target {
                 return;
             }
-            if s.aof.fsync != Fsync::Always || super::writer::skip_fsync(&s) {
-                super::writer::flush(&mut s, false);
-                return;
-            }
-            let t = *target.get_or_insert_with(|| super::writer::appended_total(&s));
-            if s.aof.synced_total >= t {
-                return;
-            }
-            let g = s.aof.group.get_or_insert_with(|| start(srv));
-            g.kick.notify_one();
-            g.round.clone()
-        };
-        round.notified().await;
+            done.await;
+        }
     }
 }
 
-fn start(srv: &Rc<RefCell<Server>>) -> Group {
-    let (kick, round) = (Rc::new(Notify::new()), Rc::new(Notify::new()));
-    tokio::task::spawn_local(run(Rc::downgrade(srv), kick.clone(), round.clone()));
-    Group { kick, round }
+impl Drop for Group {
+    fn drop(&mut self) {
+        self.shared.lock().stop = true;
+        self.shared.kick.notify_one();
+    }
 }
 
-async fn run(srv: std::rc::Weak<RefCell<Server>>, kick: Rc<Notify>, round: Rc<Notify>) {
-    loop {
-        kick.notified().await;
-        // Every connection already woken runs its requests first.
-        tokio::task::yield_now().await;
-        let Some(srv) = srv.upgrade() else {
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Want> {
+        self.want.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The sync thread: one fdatasync at a time, each covering everything
+    /// written before it began, back to back while writes keep coming.
+    fn run(&self) {
+        let mut gather: Option<Gather> = None;
+        loop {
+            let (file, upto) = {
+                let mut want = self.lock();
+                loop {
+                    if want.stop {
+                        return;
+                    }
+                    if want.upto <= self.synced.load(Ordering::Acquire) {
+                        want = self.kick.wait(want).unwrap_or_else(|e| e.into_inner());
+                        continue;
+                    }
+                    let now = Instant::now();
+                    match &gather {
+                        Some(g) if want.arrivals < g.until && now < g.deadline => {
+                            want = self
+                                .kick
+                                .wait_timeout(want, g.deadline - now)
+                                .unwrap_or_else(|e| e.into_inner())
+                                .0;
+                        }
+                        _ => break,
+                    }
+                }
+                match &want.file {
+                    Some(f) => (f.clone(), want.upto),
+                    None => continue,
+                }
+            };
+            let began = Instant::now();
+            fsync_or_exit(&file);
+            let took = began.elapsed();
+            {
+                let mut want = self.lock();
+                self.synced.fetch_max(upto, Ordering::AcqRel);
+                let before = want.waiting.len();
+                want.waiting.retain(|&t| t > upto);
+                let released = (before - want.waiting.len()) as u64;
+                gather = Some(Gather {
+                    until: want.arrivals + released,
+                    deadline: Instant::now() + took / 2,
+                });
+            }
+            self.done.notify_waiters();
+        }
+    }
+}
+
+/// Redis exits when an fsync fails under `always`: replies were promised.
+pub(super) fn fsync_or_exit(file: &File) {
+    if let Err(e) = file.sync_data() {
+        crate::log::warning(&format!("Can't persist AOF for fsync error when the AOF fsync policy is 'always': {}. Exiting...", super::manifest::os(&e)));
+        std::process::exit(1);
+    }
+}
+
+impl super::Aof {
+    /// After a write(2) under `always`: the new bytes go to the sync thread.
+    pub(super) fn request_sync(&mut self, file: &Arc<File>) {
+        self.group
+            .get_or_insert_with(Group::start)
+            .request(file, self.written_total);
+    }
+
+    /// The data thread fsynced `file` by itself: everything written is on disk.
+    pub(super) fn synced_in_place(&mut self) {
+        if let Some(g) = &self.group {
+            g.mark_synced(self.written_total);
+        }
+    }
+
+    /// True when bytes written under `always` still wait for the sync thread.
+    pub(super) fn sync_lag(&self) -> bool {
+        self.group
+            .as_ref()
+            .is_some_and(|g| g.synced() < self.written_total)
+    }
+}
+
+/// Called by a connection that took output to send (`has_output`), before
+/// sending it. The AOF buffer is written to the file first, whatever the
+/// policy (a write(2), so a crash of the process loses nothing
+/// acknowledged). With `always` the connection then waits for the sync
+/// thread to cover every byte appended until now, without holding up the
+/// data thread.
+pub async fn before_reply(srv: &Rc<RefCell<Server>>, has_output: bool) {
+    let (shared, target) = {
+        let Ok(mut s) = srv.try_borrow_mut() else {
             return;
         };
-        if let Ok(mut s) = srv.try_borrow_mut() {
-            super::writer::flush(&mut s, false);
+        if s.aof.state == State::Off {
+            return;
         }
-        round.notify_waiters();
+        super::writer::flush(&mut s, false);
+        if !has_output || s.aof.fsync != Fsync::Always || super::writer::skip_fsync(&s) {
+            return;
+        }
+        // Everything appended so far: `flush` wrote it all (a failed write
+        // under `always` exits).
+        let target = super::writer::appended_total(&s);
+        let Some(file) = s.aof.file.clone() else {
+            return;
+        };
+        let g = s.aof.group.get_or_insert_with(Group::start);
+        if g.synced() >= target {
+            return;
+        }
+        // Bytes written while another policy was in force, or before the
+        // policy changed back, are covered by this request.
+        g.join(&file, target);
+        (g.shared.clone(), target)
+    };
+    Group::wait(shared, target).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::future::Future;
+    use std::task::{Context, Waker};
+
+    /// A waiter is released by the sync thread's completion, not before:
+    /// with the thread stopped nothing syncs, and marking the bytes synced
+    /// releases it.
+    #[test]
+    fn waiter_is_released_only_once_its_bytes_are_synced() {
+        let g = Group::start();
+        g.shared.lock().stop = true;
+        g.shared.kick.notify_one();
+        let mut w = Box::pin(Group::wait(g.shared.clone(), 10));
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(w.as_mut().poll(&mut cx).is_pending());
+        g.mark_synced(9);
+        assert!(w.as_mut().poll(&mut cx).is_pending());
+        g.mark_synced(10);
+        assert!(w.as_mut().poll(&mut cx).is_ready());
+    }
+
+    /// The thread fsyncs a request and reports the bytes it covered.
+    #[test]
+    fn the_sync_thread_covers_a_request() {
+        let dir = std::env::temp_dir().join(format!("oxidis-group-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let file = Arc::new(File::create(dir.join("f")).unwrap());
+        let g = Group::start();
+        g.request(&file, 42);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(Group::wait(g.shared.clone(), 42));
+        assert!(g.synced() >= 42);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -3,7 +3,7 @@
 //! - `feed`: the buffer propagation appends every command to.
 //! - `writer`: the buffer to the incr file before replies go out
 //!   (`appendfsync always|everysec|no`), write errors and their recovery.
-//! - `group`: one fsync per event-loop round with `appendfsync always`.
+//! - `group`: `appendfsync always` as group commit on a sync thread.
 //! - `bio`: the background fsync thread.
 //! - `manifest`: the manifest's format and atomic update.
 //! - `rewrite`: a base file (RDB preamble, or commands as Redis's
@@ -97,11 +97,9 @@ pub struct Aof {
     pub rewrite_failures: u64,
     /// The running rewrite, if any.
     child: Option<bgrewrite::Child>,
-    /// Bytes ever written to incr files, and how many of them an
-    /// `appendfsync always` fsync covered (replies wait on these).
+    /// Bytes ever written to incr files (`group` counts what is on disk).
     written_total: u64,
-    synced_total: u64,
-    /// The `appendfsync always` sync task, once started.
+    /// The `appendfsync always` sync thread, once started.
     group: Option<group::Group>,
     /// Unix seconds of the last retry of a failed write (once a second).
     last_retry: i64,
@@ -144,7 +142,6 @@ impl Default for Aof {
             child: None,
             flush_sleep_us: 0,
             written_total: 0,
-            synced_total: 0,
             group: None,
             last_retry: 0,
             next_delay_minutes: 0,

@@ -198,12 +198,9 @@ impl Aof {
     fn fsync_by_policy(&mut self, file: &Arc<File>, now: i64, sync_in_progress: bool) {
         match self.fsync {
             Fsync::Always => {
-                if let Err(e) = file.sync_data() {
-                    crate::log::warning(&format!("Can't persist AOF for fsync error when the AOF fsync policy is 'always': {}. Exiting...", super::manifest::os(&e)));
-                    std::process::exit(1);
-                }
+                // The sync thread fsyncs it; replies wait in `before_reply`.
+                self.request_sync(file);
                 self.last_incr_fsync_offset = self.last_incr_size;
-                self.synced_total = self.written_total;
                 self.last_fsync = now;
             }
             Fsync::Everysec if now > self.last_fsync => {
@@ -221,6 +218,12 @@ impl Aof {
     /// fsynced and closed in the background.
     pub(super) fn switch_file(&mut self, file: File, size: u64) {
         if let Some(old) = self.file.take() {
+            if self.sync_lag() {
+                // Replies wait on these bytes: on disk before the sync
+                // thread moves to the new file.
+                super::group::fsync_or_exit(&old);
+                self.synced_in_place();
+            }
             self.bio.fsync_and_close(old);
             self.last_fsync = now_secs();
         }
@@ -239,6 +242,9 @@ impl Aof {
                     super::manifest::os(&e)
                 )),
             }
+            // The AOF is off: replies waiting for the sync thread go out
+            // (after a failed fsync too, as Redis's do).
+            self.synced_in_place();
         }
         self.last_incr_size = 0;
         self.last_incr_fsync_offset = 0;
