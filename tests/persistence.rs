@@ -139,6 +139,10 @@ fn run<A: redis::ToRedisArgs>(c: &mut redis::Connection, args: &[A]) -> String {
 /// One INFO persistence field.
 fn info_field(c: &mut redis::Connection, name: &str) -> String {
     let info: String = redis::cmd("INFO").arg("persistence").query(c).unwrap();
+    field_of(&info, name)
+}
+
+fn field_of(info: &str, name: &str) -> String {
     info.lines()
         .find_map(|l| l.strip_prefix(&format!("{name}:")))
         .unwrap_or_else(|| panic!("no {name} in INFO"))
@@ -146,13 +150,15 @@ fn info_field(c: &mut redis::Connection, name: &str) -> String {
 }
 
 /// Polls until no BGSAVE runs and `rdb_saves` reached `saves`; then the
-/// last bgsave status.
+/// last bgsave status. Both fields come from one INFO reply: read from two,
+/// a BGSAVE starting between them looked finished.
 fn wait_bgsave(c: &mut redis::Connection, saves: u64) -> String {
     for _ in 0..1500 {
-        let done = info_field(c, "rdb_bgsave_in_progress") == "0"
-            && info_field(c, "rdb_saves").parse::<u64>().unwrap() >= saves;
+        let info: String = redis::cmd("INFO").arg("persistence").query(c).unwrap();
+        let done = field_of(&info, "rdb_bgsave_in_progress") == "0"
+            && field_of(&info, "rdb_saves").parse::<u64>().unwrap() >= saves;
         if done {
-            return info_field(c, "rdb_last_bgsave_status");
+            return field_of(&info, "rdb_last_bgsave_status");
         }
         std::thread::sleep(Duration::from_millis(20));
     }
