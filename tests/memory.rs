@@ -5,60 +5,15 @@
 
 mod common;
 
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use common::process::Oxidis;
+use common::real_redis::RedisServer;
 
-use common::real_redis::{free_port, temp_dir, RedisServer};
-
-const BIN: &str = env!("CARGO_BIN_EXE_oxidis-server");
-
-/// An oxidis-server process, killed on drop.
-struct Oxidis {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Oxidis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Oxidis {
-    fn start() -> Oxidis {
-        let port = free_port();
-        let dir = temp_dir("mem");
-        let child = Command::new(BIN)
-            .args([
-                "--port",
-                &port.to_string(),
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .arg("--dir")
-            .arg(&dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn oxidis-server");
-        let end = Instant::now() + Duration::from_secs(20);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < end, "oxidis-server did not start");
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        Oxidis { child, port }
-    }
-
-    fn conn(&self) -> redis::Connection {
-        redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))
-            .unwrap()
-            .get_connection()
-            .unwrap()
-    }
+/// A client connection to the Oxidis process.
+fn connect(o: &Oxidis) -> redis::Connection {
+    redis::Client::open(format!("redis://127.0.0.1:{}/", o.port))
+        .unwrap()
+        .get_connection()
+        .unwrap()
 }
 
 /// INFO memory as (field, value) pairs, in order.
@@ -92,8 +47,8 @@ fn info_memory_fields_are_redis_fields_in_redis_order() {
     let names = |c: &mut redis::Connection| -> Vec<String> {
         info_memory(c).into_iter().map(|(k, _)| k).collect()
     };
-    assert_eq!(names(&mut ox.conn()), names(&mut redis.conn()));
-    let mut c = ox.conn();
+    assert_eq!(names(&mut connect(&ox)), names(&mut redis.conn()));
+    let mut c = connect(&ox);
     let alloc = field(&mut c, "mem_allocator");
     assert!(
         ["jemalloc-5.3.0", "libc", "mimalloc"].contains(&alloc.as_str()),
@@ -117,10 +72,10 @@ fn stats_keys(c: &mut redis::Connection) -> Vec<String> {
 fn memory_stats_keys_match_redis() {
     let redis = RedisServer::start();
     let ox = Oxidis::start();
-    for c in [&mut redis.conn(), &mut ox.conn()] {
+    for c in [&mut redis.conn(), &mut connect(&ox)] {
         let _: () = redis::cmd("SET").arg("k").arg("v").query(c).unwrap();
     }
-    assert_eq!(stats_keys(&mut ox.conn()), stats_keys(&mut redis.conn()));
+    assert_eq!(stats_keys(&mut connect(&ox)), stats_keys(&mut redis.conn()));
 }
 
 /// Fills `n` string keys of `size` bytes and `n / 100` hashes of 100 fields.
@@ -171,7 +126,7 @@ fn used_memory_follows_the_data_as_redis_reports_it() {
     let redis = RedisServer::start();
     let ox = Oxidis::start();
     let r = figures(&mut redis.conn());
-    let o = figures(&mut ox.conn());
+    let o = figures(&mut connect(&ox));
     eprintln!("redis {r:?}\noxidis {o:?}");
     let (r_grow, o_grow) = (r[1] - r[0], o[1] - o[0]);
     // The data added: 50k keys and values, 500 hashes of 100 fields.
@@ -208,7 +163,7 @@ fn rss_of(pid: u32) -> i64 {
 #[test]
 fn flushall_returns_the_memory_to_the_os() {
     let ox = Oxidis::start();
-    let mut c = ox.conn();
+    let mut c = connect(&ox);
     let base = rss_of(ox.child.id());
     fill(&mut c, 100_000, 100);
     let full = rss_of(ox.child.id());
@@ -226,7 +181,7 @@ fn flushall_returns_the_memory_to_the_os() {
 #[test]
 fn peak_holds_the_highest_figure_and_doctor_sees_it() {
     let ox = Oxidis::start();
-    let mut c = ox.conn();
+    let mut c = connect(&ox);
     let _: () = redis::cmd("SET")
         .arg("big")
         .arg("x".repeat(32 << 20))

@@ -9,7 +9,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_oxidis-server");
 
 /// An oxidis-server process in its own temporary directory, killed on drop.
 pub struct Oxidis {
-    child: Child,
+    pub child: Child,
     pub port: u16,
 }
 
