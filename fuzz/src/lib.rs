@@ -282,12 +282,29 @@ pub fn commands() -> Vec<Vec<&'static [u8]>> {
         .collect()
 }
 
-/// True when the request must not run in-process (see `SKIP_PARAMS`).
+/// Commands whose negative count asks for that many members with repeats:
+/// Redis 7.0.15 answers `ZRANDMEMBER z -2147483648` with 2^31 elements too
+/// (its RSS passed 17 GB in 6 s), so such a count is no bug, only a
+/// timeout. Counts down to `-MAX_REPEATS` still run.
+const RANDOM_COUNT: &[&str] = &["srandmember", "zrandmember", "hrandfield"];
+const MAX_REPEATS: i64 = 100_000;
+
+/// True when the request must not run in-process (see `SKIP_PARAMS`) or
+/// would legitimately build a reply of gigabytes (see `RANDOM_COUNT`).
 pub fn refused(argv: &[Vec<u8>]) -> bool {
     let is = |i: usize, w: &str| {
         argv.get(i)
             .is_some_and(|a| a.eq_ignore_ascii_case(w.as_bytes()))
     };
+    let huge_negative = |i: usize| {
+        argv.get(i)
+            .and_then(|a| std::str::from_utf8(a).ok())
+            .and_then(|a| a.parse::<i64>().ok())
+            .is_some_and(|n| n < -MAX_REPEATS)
+    };
+    if RANDOM_COUNT.iter().any(|c| is(0, c)) && huge_negative(2) {
+        return true;
+    }
     is(0, "config")
         && is(1, "set")
         && argv[2..].iter().any(|a| {
@@ -383,12 +400,31 @@ pub fn seed(h: &mut Harness, mask: u8) {
     }
 }
 
+/// True when `OXIDIS_FUZZ_TRACE` is set: `run` prints each argv and its time.
+fn tracing() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("OXIDIS_FUZZ_TRACE").is_some())
+}
+
 /// Runs one request, skipping those `refused` keeps out; false once the
 /// client can take no more requests (blocked, closing, paused).
 pub fn run(h: &mut Harness, argv: &[Vec<u8>]) -> bool {
+    let trace = tracing();
+    if trace {
+        let shown: Vec<String> = argv
+            .iter()
+            .map(|a| format!("{:?}", String::from_utf8_lossy(a)))
+            .collect();
+        eprintln!("argv: {}", shown.join(" "));
+    }
     if refused(argv) {
         return true;
     }
     let words: Vec<&[u8]> = argv.iter().map(|a| &a[..]).collect();
-    h.run(&words).is_some()
+    let t = std::time::Instant::now();
+    let r = h.run(&words).is_some();
+    if trace {
+        eprintln!("  took {:?}", t.elapsed());
+    }
+    r
 }
