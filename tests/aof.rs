@@ -788,7 +788,7 @@ fn sigkill_loses_no_acknowledged_write_with_always() {
 
 /// The long run: `cargo test --release --test aof -- --ignored`.
 #[test]
-#[ignore]
+#[ignore = "100 SIGKILL trials take about a minute; cargo test runs the same check with 3 trials (sigkill_loses_no_acknowledged_write_with_always)"]
 fn sigkill_crash_test_100_trials() {
     crash_trials(100);
 }

@@ -222,37 +222,3 @@ mod allocator {
         None
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Not a check: prints what reading the figures costs (run with
-    /// `--ignored --nocapture`; the numbers go in the allocator's commit).
-    #[test]
-    #[ignore]
-    fn cost_of_reading_the_figures() {
-        let n = 10_000_000u64;
-        let t = std::time::Instant::now();
-        let mut x = 0u64;
-        for _ in 0..n {
-            x = x.wrapping_add(std::hint::black_box(used_memory()));
-        }
-        let per = t.elapsed().as_nanos() as f64 / n as f64;
-        eprintln!("used_memory(): {per:.2} ns/call ({x})");
-        let n = 100_000u64;
-        let t = std::time::Instant::now();
-        for _ in 0..n {
-            std::hint::black_box(allocator::stats(0, 0));
-        }
-        let per = t.elapsed().as_nanos() as f64 / n as f64;
-        eprintln!("allocator stats (epoch + 3 reads): {per:.0} ns/call");
-        let n = 10_000u64;
-        let t = std::time::Instant::now();
-        for _ in 0..n {
-            std::hint::black_box(rss_bytes());
-        }
-        let per = t.elapsed().as_nanos() as f64 / n as f64;
-        eprintln!("rss_bytes(): {per:.0} ns/call");
-    }
-}
