@@ -55,7 +55,7 @@ fn pfadd(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let mut updated = 0;
     let b = match ctx
         .db()
-        .write_or_create(key, || Str::Raw(hll::new_sparse()))?
+        .write_or_create(key, || Str::raw(hll::new_sparse()))?
     {
         (s, true) => {
             updated += 1;
@@ -142,7 +142,7 @@ fn pfmerge(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let sparse_max = sparse_max(ctx);
     let (s, _) = ctx
         .db()
-        .write_or_create(dst, || Str::Raw(hll::new_sparse()))?;
+        .write_or_create(dst, || Str::raw(hll::new_sparse()))?;
     let b = s.make_raw();
     if dense {
         hll::to_dense(b).map_err(|_| corrupt())?;

@@ -433,7 +433,7 @@ fn op_store(ctx: &mut Ctx, args: &Args, op: Op, event: &'static str) -> CmdResul
     let s = compute(ctx, &keys, op)?;
     let n = s.len() as i64;
     if n > 0 {
-        ctx.db().set(dst, Value::Set(s));
+        ctx.db().set(dst, Value::Set(Box::new(s)));
         ctx.modified(dst, notify::SET, event);
     } else {
         ctx.delete_key(dst);

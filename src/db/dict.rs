@@ -11,67 +11,140 @@
 
 use std::hash::BuildHasher;
 
-type Link<V> = Option<Box<Entry<V>>>;
+type Link<V> = Option<EntryBox<V>>;
 
-/// Keys up to this many bytes live inside the entry, without an allocation
-/// of their own (most keys and members are short).
-const INLINE_KEY: usize = 22;
-
-/// A key: inline when short, else on the heap. 24 bytes either way.
-enum Key {
-    /// Invariant: `len as usize <= INLINE_KEY`.
-    Inline {
-        len: u8,
-        buf: [u8; INLINE_KEY],
-    },
-    Heap(Box<[u8]>),
-}
-
-impl Key {
-    fn new(b: &[u8]) -> Key {
-        if b.len() <= INLINE_KEY {
-            let mut buf = [0u8; INLINE_KEY];
-            buf[..b.len()].copy_from_slice(b);
-            Key::Inline {
-                len: b.len() as u8,
-                buf,
-            }
-        } else {
-            Key::Heap(b.into())
-        }
-    }
-
-    fn from_box(b: Box<[u8]>) -> Key {
-        if b.len() <= INLINE_KEY {
-            Key::new(&b)
-        } else {
-            Key::Heap(b)
-        }
-    }
-
-    fn into_box(self) -> Box<[u8]> {
-        match self {
-            Key::Heap(b) => b,
-            k => (*k).into(),
-        }
-    }
-}
-
-impl std::ops::Deref for Key {
-    type Target = [u8];
-    #[inline]
-    fn deref(&self) -> &[u8] {
-        match self {
-            Key::Inline { len, buf } => &buf[..*len as usize],
-            Key::Heap(b) => b,
-        }
-    }
-}
-
+/// An entry's fixed part. The key's bytes follow it in the same heap block,
+/// from [`EntryBox::KEY_OFF`] (inside the struct's trailing padding when it
+/// has some), so an entry costs one allocation sized to its key.
+///
+/// Invariant: an `Entry` only ever lives in the block of an [`EntryBox`] and
+/// is never copied out whole (that could clobber the key bytes in its
+/// padding); fields are read and written one at a time.
+#[repr(C)]
 struct Entry<V> {
-    key: Key,
-    val: V,
     next: Link<V>,
+    val: V,
+    klen: u32,
+}
+
+/// Owning thin pointer to an [`Entry`] and its key bytes.
+struct EntryBox<V>(
+    std::ptr::NonNull<Entry<V>>,
+    std::marker::PhantomData<Entry<V>>,
+);
+
+// SAFETY: an EntryBox owns its block exclusively, as a Box does.
+unsafe impl<V: Send> Send for EntryBox<V> {}
+// SAFETY: shared access only reads, as with a Box.
+unsafe impl<V: Sync> Sync for EntryBox<V> {}
+
+impl<V> EntryBox<V> {
+    /// Where the key's bytes start: right after `klen`.
+    const KEY_OFF: usize = std::mem::offset_of!(Entry<V>, klen) + 4;
+
+    fn layout(klen: usize) -> std::alloc::Layout {
+        let size = (Self::KEY_OFF + klen).max(std::mem::size_of::<Entry<V>>());
+        match std::alloc::Layout::from_size_align(size, std::mem::align_of::<Entry<V>>()) {
+            Ok(l) => l,
+            Err(_) => panic!("key too long for a table entry"),
+        }
+    }
+
+    fn new(key: &[u8], val: V, next: Link<V>) -> Self {
+        // Keys are bounded by proto-max-bulk-len; 4 GiB is far above any
+        // key a request can carry.
+        let klen = u32::try_from(key.len()).expect("key longer than 4 GiB");
+        let layout = Self::layout(key.len());
+        // SAFETY: the layout is non-zero (it holds an Entry); the Entry is
+        // written first, then the key bytes after `KEY_OFF`, all within
+        // the block.
+        unsafe {
+            let p = std::alloc::alloc(layout) as *mut Entry<V>;
+            if p.is_null() {
+                std::alloc::handle_alloc_error(layout);
+            }
+            p.write(Entry { next, val, klen });
+            std::ptr::copy_nonoverlapping(
+                key.as_ptr(),
+                (p as *mut u8).add(Self::KEY_OFF),
+                key.len(),
+            );
+            EntryBox(
+                std::ptr::NonNull::new_unchecked(p),
+                std::marker::PhantomData,
+            )
+        }
+    }
+
+    #[inline]
+    fn key(&self) -> &[u8] {
+        // SAFETY: the block holds `klen` key bytes from `KEY_OFF`, and the
+        // pointer carries the whole block's provenance.
+        unsafe {
+            let p = self.0.as_ptr();
+            std::slice::from_raw_parts((p as *const u8).add(Self::KEY_OFF), (*p).klen as usize)
+        }
+    }
+
+    /// The key with the value and the link, mutable (they do not overlap).
+    #[inline]
+    fn parts_mut(&mut self) -> (&[u8], &mut V, &mut Link<V>) {
+        // SAFETY: the key bytes lie past `klen`, apart from `val` and `next`;
+        // `self` is borrowed mutably for the results' lifetime.
+        unsafe {
+            let p = self.0.as_ptr();
+            let key =
+                std::slice::from_raw_parts((p as *const u8).add(Self::KEY_OFF), (*p).klen as usize);
+            (key, &mut (*p).val, &mut (*p).next)
+        }
+    }
+
+    /// Frees the block, giving back a copy of the key and the value.
+    fn into_parts(self) -> (Box<[u8]>, V) {
+        let key: Box<[u8]> = self.key().into();
+        let me = std::mem::ManuallyDrop::new(self);
+        // SAFETY: `me` is not dropped; `val` is moved out once, `next` is
+        // dropped in place, then the block is freed with its own layout.
+        unsafe {
+            let p = me.0.as_ptr();
+            let klen = (*p).klen as usize;
+            let val = std::ptr::read(&(*p).val);
+            std::ptr::drop_in_place(&mut (*p).next);
+            std::alloc::dealloc(p as *mut u8, Self::layout(klen));
+            (key, val)
+        }
+    }
+}
+
+impl<V> Drop for EntryBox<V> {
+    fn drop(&mut self) {
+        // SAFETY: the block is live and owned; its Entry is dropped in place
+        // (its fields only) and the block freed with the layout it had.
+        unsafe {
+            let p = self.0.as_ptr();
+            let klen = (*p).klen as usize;
+            std::ptr::drop_in_place(&mut (*p).next);
+            std::ptr::drop_in_place(&mut (*p).val);
+            std::alloc::dealloc(p as *mut u8, Self::layout(klen));
+        }
+    }
+}
+
+impl<V> std::ops::Deref for EntryBox<V> {
+    type Target = Entry<V>;
+    #[inline]
+    fn deref(&self) -> &Entry<V> {
+        // SAFETY: the block is live while the box is.
+        unsafe { self.0.as_ref() }
+    }
+}
+
+impl<V> std::ops::DerefMut for EntryBox<V> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut Entry<V> {
+        // SAFETY: the block is live and owned exclusively.
+        unsafe { self.0.as_mut() }
+    }
 }
 
 /// Hash table from byte strings to `V`.
@@ -164,12 +237,12 @@ impl<V> Dict<V> {
         if self.len == 0 {
             return None;
         }
-        let mut cur = self.buckets[self.index(key)].as_deref();
+        let mut cur = self.buckets[self.index(key)].as_ref();
         while let Some(e) = cur {
-            if &*e.key == key {
+            if e.key() == key {
                 return Some(&e.val);
             }
-            cur = e.next.as_deref();
+            cur = e.next.as_ref();
         }
         None
     }
@@ -179,12 +252,13 @@ impl<V> Dict<V> {
             return None;
         }
         let i = self.index(key);
-        let mut cur = self.buckets[i].as_deref_mut();
+        let mut cur = self.buckets[i].as_mut();
         while let Some(e) = cur {
-            if &*e.key == key {
-                return Some(&mut e.val);
+            let (k, val, next) = e.parts_mut();
+            if k == key {
+                return Some(val);
             }
-            cur = e.next.as_deref_mut();
+            cur = next.as_mut();
         }
         None
     }
@@ -194,12 +268,12 @@ impl<V> Dict<V> {
         if self.len == 0 {
             return None;
         }
-        let mut cur = self.buckets[self.index(key)].as_deref();
+        let mut cur = self.buckets[self.index(key)].as_ref();
         while let Some(e) = cur {
-            if &*e.key == key {
-                return Some((&*e.key, &e.val));
+            if e.key() == key {
+                return Some((e.key(), &e.val));
             }
-            cur = e.next.as_deref();
+            cur = e.next.as_ref();
         }
         None
     }
@@ -213,21 +287,21 @@ impl<V> Dict<V> {
         if let Some(slot) = self.get_mut(key) {
             return Some(std::mem::replace(slot, val));
         }
-        self.insert_key(Key::new(key), val);
+        self.insert_key(key, val);
         None
     }
 
     /// Inserts a key known to be absent.
     pub fn insert_new(&mut self, key: Box<[u8]>, val: V) -> &mut V {
-        self.insert_key(Key::from_box(key), val)
+        self.insert_key(&key, val)
     }
 
     /// Inserts a key known to be absent, copying it from a slice.
     pub fn insert_new_slice(&mut self, key: &[u8], val: V) -> &mut V {
-        self.insert_key(Key::new(key), val)
+        self.insert_key(key, val)
     }
 
-    fn insert_key(&mut self, key: Key, val: V) -> &mut V {
+    fn insert_key(&mut self, key: &[u8], val: V) -> &mut V {
         if self.len >= self.buckets.len() {
             let size = (self.buckets.len() * 2).max(MIN_SIZE);
             let allowed = !self.guarded
@@ -240,12 +314,10 @@ impl<V> Dict<V> {
                 self.resize(size);
             }
         }
-        let i = self.index(&key);
+        let i = self.index(key);
         let next = self.buckets[i].take();
         self.len += 1;
-        &mut self.buckets[i]
-            .insert(Box::new(Entry { key, val, next }))
-            .val
+        &mut self.buckets[i].insert(EntryBox::new(key, val, next)).val
     }
 
     /// The value for `key`, inserting `make()` first when absent. The bool is true when inserted.
@@ -256,21 +328,21 @@ impl<V> Dict<V> {
         if self.len != 0 {
             let i = self.index(key);
             let mut depth = 0;
-            let mut cur = self.buckets[i].as_deref();
+            let mut cur = self.buckets[i].as_ref();
             let found = loop {
                 match cur {
-                    Some(e) if &*e.key == key => break true,
+                    Some(e) if e.key() == key => break true,
                     Some(e) => {
-                        cur = e.next.as_deref();
+                        cur = e.next.as_ref();
                         depth += 1;
                     }
                     None => break false,
                 }
             };
             if found {
-                let mut cur = self.buckets[i].as_deref_mut();
+                let mut cur = self.buckets[i].as_mut();
                 for _ in 0..depth {
-                    cur = cur.and_then(|e| e.next.as_deref_mut());
+                    cur = cur.and_then(|e| e.next.as_mut());
                 }
                 match cur {
                     Some(e) => return (&mut e.val, false),
@@ -278,7 +350,7 @@ impl<V> Dict<V> {
                 }
             }
         }
-        (self.insert_key(Key::new(key), make()), true)
+        (self.insert_key(key, make()), true)
     }
 
     pub fn remove(&mut self, key: &[u8]) -> Option<V> {
@@ -294,13 +366,13 @@ impl<V> Dict<V> {
         loop {
             match link {
                 None => return None,
-                Some(e) if &*e.key == key => {
+                Some(e) if e.key() == key => {
                     let Some(mut boxed) = link.take() else {
                         return None; // matched as Some just above
                     };
                     *link = boxed.next.take();
                     self.len -= 1;
-                    let out = (boxed.key.into_box(), boxed.val);
+                    let out = boxed.into_parts();
                     self.maybe_shrink();
                     return Some(out);
                 }
@@ -321,7 +393,7 @@ impl<V> Dict<V> {
         for mut link in old {
             while let Some(mut e) = link {
                 link = e.next.take();
-                let i = (self.hasher.hash_one(&*e.key) as usize) & (size - 1);
+                let i = (self.hasher.hash_one(e.key()) as usize) & (size - 1);
                 e.next = self.buckets[i].take();
                 self.buckets[i] = Some(e);
             }
@@ -351,10 +423,11 @@ impl<V> Dict<V> {
     /// Visits every entry mutably.
     pub fn for_each_mut(&mut self, mut f: impl FnMut(&[u8], &mut V)) {
         for link in self.buckets.iter_mut() {
-            let mut cur = link.as_deref_mut();
+            let mut cur = link.as_mut();
             while let Some(e) = cur {
-                f(&e.key, &mut e.val);
-                cur = e.next.as_deref_mut();
+                let (k, val, next) = e.parts_mut();
+                f(k, val);
+                cur = next.as_mut();
             }
         }
     }
@@ -366,8 +439,9 @@ impl<V> Dict<V> {
             let mut cur = link.take();
             let mut kept: Link<V> = None;
             while let Some(mut e) = cur {
-                cur = e.next.take();
-                if keep(&e.key, &mut e.val) {
+                let (k, val, next) = e.parts_mut();
+                cur = next.take();
+                if keep(k, val) {
                     e.next = kept;
                     kept = Some(e);
                 } else {
@@ -388,10 +462,10 @@ impl<V> Dict<V> {
         }
         let mask = (self.buckets.len() - 1) as u64;
         let mut v = cursor;
-        let mut cur = self.buckets[(v & mask) as usize].as_deref();
+        let mut cur = self.buckets[(v & mask) as usize].as_ref();
         while let Some(e) = cur {
-            f(&e.key, &e.val);
-            cur = e.next.as_deref();
+            f(e.key(), &e.val);
+            cur = e.next.as_ref();
         }
         // Increment the reversed cursor (Redis's dictScan).
         v |= !mask;
@@ -409,7 +483,7 @@ impl<V> Dict<V> {
         &'a self,
         want: usize,
         mut rand: impl FnMut() -> u64,
-        mut visit: impl FnMut(&'a Entry<V>, &mut dyn FnMut() -> u64) -> bool,
+        mut visit: impl FnMut(&'a EntryBox<V>, &mut dyn FnMut() -> u64) -> bool,
     ) {
         if self.len == 0 {
             return;
@@ -420,7 +494,7 @@ impl<V> Dict<V> {
         let mut steps = want * 10;
         while steps > 0 {
             steps -= 1;
-            match self.buckets[i].as_deref() {
+            match self.buckets[i].as_ref() {
                 None => {
                     empty_run += 1;
                     if empty_run >= 5 && empty_run > want {
@@ -435,7 +509,7 @@ impl<V> Dict<V> {
                         if visit(e, &mut rand) {
                             return;
                         }
-                        cur = e.next.as_deref();
+                        cur = e.next.as_ref();
                     }
                 }
             }
@@ -453,7 +527,7 @@ impl<V> Dict<V> {
             return None;
         }
         let want = FAIR_SAMPLE.min(self.len);
-        let mut sample: [Option<&Entry<V>>; FAIR_SAMPLE] = [None; FAIR_SAMPLE];
+        let mut sample: [Option<&EntryBox<V>>; FAIR_SAMPLE] = [None; FAIR_SAMPLE];
         let mut seen = 0usize;
         // The whole chain is sampled (reservoir sampling past `want`), so
         // the end of a chain is not disfavoured; the walk stops once a
@@ -474,7 +548,7 @@ impl<V> Dict<V> {
             return self.random(rand);
         }
         let e = sample[(rand() % seen.min(want) as u64) as usize]?;
-        Some((&*e.key, &e.val))
+        Some((e.key(), &e.val))
     }
 
     /// Up to `count` entries found in consecutive buckets from a random one
@@ -484,7 +558,7 @@ impl<V> Dict<V> {
         let want = count.min(self.len);
         let mut n = 0;
         self.walk_from_random(want, rand, |e, _| {
-            f(&e.key, &e.val);
+            f(e.key(), &e.val);
             n += 1;
             n >= want
         });
@@ -499,23 +573,23 @@ impl<V> Dict<V> {
         let mask = self.buckets.len() - 1;
         loop {
             let i = (rand() as usize) & mask;
-            if let Some(head) = self.buckets[i].as_deref() {
+            if let Some(head) = self.buckets[i].as_ref() {
                 let mut n = 0;
                 let mut cur = Some(head);
                 while let Some(e) = cur {
                     n += 1;
-                    cur = e.next.as_deref();
+                    cur = e.next.as_ref();
                 }
                 let pick = (rand() % n) as usize;
                 // `pick` is below the chain's length, counted just above.
                 let mut cur = head;
                 for _ in 0..pick {
-                    match cur.next.as_deref() {
+                    match cur.next.as_ref() {
                         Some(next) => cur = next,
                         None => break,
                     }
                 }
-                return Some((&*cur.key, &cur.val));
+                return Some((cur.key(), &cur.val));
             }
         }
     }
@@ -530,7 +604,7 @@ impl<V> Drop for Dict<V> {
 pub struct Iter<'a, V> {
     buckets: &'a [Link<V>],
     bucket: usize,
-    cur: Option<&'a Entry<V>>,
+    cur: Option<&'a EntryBox<V>>,
 }
 
 impl<'a, V> Iterator for Iter<'a, V> {
@@ -539,13 +613,13 @@ impl<'a, V> Iterator for Iter<'a, V> {
     fn next(&mut self) -> Option<Self::Item> {
         loop {
             if let Some(e) = self.cur {
-                self.cur = e.next.as_deref();
-                return Some((&*e.key, &e.val));
+                self.cur = e.next.as_ref();
+                return Some((e.key(), &e.val));
             }
             if self.bucket >= self.buckets.len() {
                 return None;
             }
-            self.cur = self.buckets[self.bucket].as_deref();
+            self.cur = self.buckets[self.bucket].as_ref();
             self.bucket += 1;
         }
     }
@@ -567,7 +641,7 @@ mod tests {
                 d.insert(k, i);
             }
         }
-        assert_eq!(std::mem::size_of::<Key>(), 24);
+        assert_eq!(std::mem::size_of::<Link<usize>>(), 8);
         for (i, k) in keys.iter().enumerate() {
             assert_eq!(d.get(k), Some(&i));
             assert_eq!(d.get_key_value(k).unwrap().0, &k[..]);

@@ -48,7 +48,7 @@ macro_rules! typed {
 typed!(Str, Str, std::convert::identity);
 typed!(List, List, std::convert::identity);
 typed!(Hash, Hash, std::convert::identity);
-typed!(Set, Set, std::convert::identity);
+typed!(Set, Set, Box::new);
 typed!(ZSet, ZSet, Box::new);
 
 impl Db {

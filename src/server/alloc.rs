@@ -25,8 +25,8 @@ mod inner {
     pub const INNER: Inner = tikv_jemallocator::Jemalloc;
     pub const NAME: &str = "jemalloc-5.3.0";
 
-    /// jemalloc's size class for a request (8, 16, 16-byte steps to 128, then
-    /// four classes per doubling), which is what `malloc_usable_size` returns.
+    /// jemalloc's size class for a request (8-byte steps to 64, then four
+    /// classes per doubling), which is what `malloc_usable_size` returns.
     #[inline]
     pub fn usable(_: *mut u8, l: std::alloc::Layout) -> usize {
         super::size_class(l.size().max(l.align()))
@@ -62,16 +62,14 @@ mod inner {
 /// Name of the allocator as INFO's `mem_allocator` shows it.
 pub const ALLOCATOR: &str = inner::NAME;
 
-/// Size class of a request in jemalloc's scheme (also MEMORY USAGE's
-/// estimate of what Redis allocates): 8, 16-byte steps to 128, then four
-/// classes per doubling.
+/// Size class of a request in jemalloc's scheme with the 8-byte quantum
+/// Redis also builds it with (`.cargo/config.toml`; also MEMORY USAGE's
+/// estimate of what Redis allocates): 8-byte steps to 64, then four classes
+/// per doubling.
 #[inline]
 pub fn size_class(n: usize) -> usize {
-    if n <= 8 {
-        return 8;
-    }
-    if n <= 128 {
-        return n.div_ceil(16) * 16;
+    if n <= 64 {
+        return n.max(1).div_ceil(8) * 8;
     }
     let k = usize::BITS - 1 - (n - 1).leading_zeros(); // 2^k < n <= 2^(k+1)
     let step = 1usize << (k - 2);
@@ -130,11 +128,14 @@ mod tests {
 
     #[test]
     fn size_classes_follow_jemalloc() {
-        let got: Vec<usize> = [1, 8, 9, 17, 128, 129, 160, 161, 257, 1000, 4097]
+        let got: Vec<usize> = [1, 8, 9, 17, 54, 64, 65, 128, 129, 160, 161, 257, 1000, 4097]
             .iter()
             .map(|&n| size_class(n))
             .collect();
-        assert_eq!(got, [8, 8, 16, 32, 128, 160, 160, 192, 320, 1024, 5120]);
+        assert_eq!(
+            got,
+            [8, 8, 16, 24, 56, 64, 80, 128, 160, 160, 192, 320, 1024, 5120]
+        );
     }
 
     #[test]

@@ -17,26 +17,25 @@ pub struct Limits {
 }
 
 pub enum Hash {
-    Pack { buf: Vec<u8>, len: u32 },
+    /// Field, value, field, value... The pair count is not stored (a
+    /// small hash is walked whole by any write anyway), which keeps a
+    /// keyspace value at 24 bytes.
+    Pack {
+        buf: Vec<u8>,
+    },
     Table(Box<Dict<Box<[u8]>>>),
 }
 
 impl Default for Hash {
     fn default() -> Self {
-        Hash::Pack {
-            buf: Vec::new(),
-            len: 0,
-        }
+        Hash::Pack { buf: Vec::new() }
     }
 }
 
 impl Clone for Hash {
     fn clone(&self) -> Self {
         match self {
-            Hash::Pack { buf, len } => Hash::Pack {
-                buf: buf.clone(),
-                len: *len,
-            },
+            Hash::Pack { buf } => Hash::Pack { buf: buf.clone() },
             Hash::Table(d) => {
                 let mut t = Dict::new();
                 for (k, v) in d.iter() {
@@ -48,18 +47,26 @@ impl Clone for Hash {
     }
 }
 
-/// Offset of `field`'s entry in a packed hash, and of its value.
-fn find(buf: &[u8], field: &[u8]) -> Option<(usize, usize)> {
+/// Offset of `field`'s entry in a packed hash, and of its value; when it
+/// is absent, the number of pairs (the whole buffer was walked).
+fn find(buf: &[u8], field: &[u8]) -> Result<(usize, usize), usize> {
     let mut off = 0;
+    let mut pairs = 0;
     while off < buf.len() {
         let (f, voff) = pack::entry_at(buf, off);
         if f == field {
-            return Some((off, voff));
+            return Ok((off, voff));
         }
         let (_, next) = pack::entry_at(buf, voff);
         off = next;
+        pairs += 1;
     }
-    None
+    Err(pairs)
+}
+
+/// Pairs in a packed hash.
+fn pairs(buf: &[u8]) -> usize {
+    pack::Iter::new(buf).count() / 2
 }
 
 impl Hash {
@@ -76,19 +83,22 @@ impl Hash {
 
     pub fn len(&self) -> usize {
         match self {
-            Hash::Pack { len, .. } => *len as usize,
+            Hash::Pack { buf } => pairs(buf),
             Hash::Table(d) => d.len(),
         }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        match self {
+            Hash::Pack { buf } => buf.is_empty(),
+            Hash::Table(d) => d.is_empty(),
+        }
     }
 
     pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
         match self {
             Hash::Pack { buf, .. } => {
-                let (_, voff) = find(buf, field)?;
+                let (_, voff) = find(buf, field).ok()?;
                 Some(pack::entry_at(buf, voff).0)
             }
             Hash::Table(d) => d.get(field).map(|v| &v[..]),
@@ -125,22 +135,21 @@ impl Hash {
         {
             self.convert();
         }
-        let new = match self {
-            Hash::Pack { buf, len } => match find(buf, field) {
-                Some((_, voff)) => {
+        let (new, over) = match self {
+            Hash::Pack { buf } => match find(buf, field) {
+                Ok((_, voff)) => {
                     pack::replace(buf, voff, value);
-                    false
+                    (false, false)
                 }
-                None => {
+                Err(pairs) => {
                     pack::push(buf, field);
                     pack::push(buf, value);
-                    *len += 1;
-                    true
+                    (true, pairs + 1 > lim.entries)
                 }
             },
-            Hash::Table(d) => d.insert(field, value.into()).is_none(),
+            Hash::Table(d) => (d.insert(field, value.into()).is_none(), false),
         };
-        if new && self.len() > lim.entries {
+        if over {
             self.convert();
         }
         new
@@ -156,14 +165,13 @@ impl Hash {
     /// Removes a field; true when it was there.
     pub fn remove(&mut self, field: &[u8]) -> bool {
         match self {
-            Hash::Pack { buf, len } => match find(buf, field) {
-                Some((off, _)) => {
+            Hash::Pack { buf } => match find(buf, field) {
+                Ok((off, _)) => {
                     pack::remove(buf, off);
                     pack::remove(buf, off);
-                    *len -= 1;
                     true
                 }
-                None => false,
+                Err(_) => false,
             },
             Hash::Table(d) => d.remove(field).is_some(),
         }
@@ -196,11 +204,12 @@ impl Hash {
     /// A random pair (uniform over pairs when packed, Redis's dict sampling otherwise).
     pub fn random(&self, mut rand: impl FnMut() -> u64) -> Option<(&[u8], &[u8])> {
         match self {
-            Hash::Pack { len, .. } => {
-                if *len == 0 {
+            Hash::Pack { buf } => {
+                let len = pairs(buf);
+                if len == 0 {
                     return None;
                 }
-                let i = (rand() % *len as u64) as usize;
+                let i = (rand() % len as u64) as usize;
                 self.iter().nth(i)
             }
             Hash::Table(d) => d.random_fair(rand).map(|(k, v)| (k, &v[..])),

@@ -63,10 +63,30 @@ pub enum End {
     Tail,
 }
 
+/// A list: its parts behind one pointer, so a keyspace value stays small
+/// (lists are few and large; the indirection costs nothing measurable).
 #[derive(Clone, Debug, Default)]
-pub struct List {
+pub struct List(Box<Parts>);
+
+#[derive(Clone, Debug, Default)]
+pub struct Parts {
     nodes: VecDeque<Node>,
     len: usize,
+}
+
+impl std::ops::Deref for List {
+    type Target = Parts;
+    #[inline]
+    fn deref(&self) -> &Parts {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for List {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut Parts {
+        &mut self.0
+    }
 }
 
 impl List {
@@ -204,11 +224,12 @@ impl List {
             return self.push(End::Tail, v, fill);
         }
         let (ni, ei) = self.locate(i);
-        let n = &mut self.nodes[ni];
+        let parts = &mut *self.0;
+        let n = &mut parts.nodes[ni];
         let off = n.offset(ei);
         pack::insert(&mut n.buf, off, v);
         n.count += 1;
-        self.len += 1;
+        parts.len += 1;
         if !n.allows(0, fill) && n.count > 1 {
             // Split the node in two halves so that it stays near its budget.
             let half = n.count as usize / 2;

@@ -6,16 +6,18 @@ use std::borrow::Cow;
 pub const EMBSTR_MAX: usize = 44;
 
 /// Longest string kept inside the value itself, without a heap allocation
-/// (what fits next to the length byte and the enum tag in 32 bytes).
-pub const INLINE_MAX: usize = 30;
+/// (what fits next to the length byte and the enum tag in 16 bytes, so a
+/// keyspace value is 24 bytes).
+pub const INLINE_MAX: usize = 14;
 
 /// A string value. `Int` holds values that `string2ll` accepts (canonical
 /// decimal, no leading zeros, at most 20 bytes), so formatting it gives back
 /// exactly the bytes that were stored. `Small` and `Emb` are both Redis's
 /// `embstr` (at most 44 bytes): `Small` stores up to [`INLINE_MAX`] bytes
-/// inline, saving an allocation per key, `Emb` the rest on the heap. `Raw`
-/// is what longer values and in-place edits (APPEND, SETRANGE, SETBIT)
-/// produce, as in Redis.
+/// inline, saving an allocation per key, `Emb` the rest in one fixed-size
+/// block (a thin pointer: the length is beside it). `Raw` is what longer
+/// values and in-place edits (APPEND, SETRANGE, SETBIT) produce, as in
+/// Redis; boxed so that every form stays a pointer wide.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Str {
     Int(i64),
@@ -24,8 +26,13 @@ pub enum Str {
         len: u8,
         buf: [u8; INLINE_MAX],
     },
-    Emb(Vec<u8>),
-    Raw(Vec<u8>),
+    /// Invariant: `INLINE_MAX < len as usize <= EMBSTR_MAX`; bytes past
+    /// `len` are zero.
+    Emb {
+        len: u8,
+        buf: Box<[u8; EMBSTR_MAX]>,
+    },
+    Raw(Box<Vec<u8>>),
 }
 
 impl Str {
@@ -50,13 +57,16 @@ impl Str {
 
     /// A value never integer-encoded (`createStringObject`: INCRBYFLOAT results).
     pub fn plain(v: Vec<u8>) -> Str {
-        if v.len() <= INLINE_MAX {
+        if v.len() <= EMBSTR_MAX {
             Str::plain_from_slice(&v)
-        } else if v.len() <= EMBSTR_MAX {
-            Str::Emb(v)
         } else {
-            Str::Raw(v)
+            Str::raw(v)
         }
+    }
+
+    /// A `raw` value holding `v` as it is.
+    pub fn raw(v: Vec<u8>) -> Str {
+        Str::Raw(Box::new(v))
     }
 
     fn plain_from_slice(b: &[u8]) -> Str {
@@ -68,16 +78,21 @@ impl Str {
                 buf,
             }
         } else if b.len() <= EMBSTR_MAX {
-            Str::Emb(b.to_vec())
+            let mut buf = Box::new([0u8; EMBSTR_MAX]);
+            buf[..b.len()].copy_from_slice(b);
+            Str::Emb {
+                len: b.len() as u8,
+                buf,
+            }
         } else {
-            Str::Raw(b.to_vec())
+            Str::raw(b.to_vec())
         }
     }
 
     pub fn encoding(&self) -> &'static str {
         match self {
             Str::Int(_) => "int",
-            Str::Small { .. } | Str::Emb(_) => "embstr",
+            Str::Small { .. } | Str::Emb { .. } => "embstr",
             Str::Raw(_) => "raw",
         }
     }
@@ -88,7 +103,8 @@ impl Str {
         match self {
             Str::Int(_) => None,
             Str::Small { len, buf } => Some(&buf[..*len as usize]),
-            Str::Emb(v) | Str::Raw(v) => Some(v),
+            Str::Emb { len, buf } => Some(&buf[..*len as usize]),
+            Str::Raw(v) => Some(v),
         }
     }
 
@@ -103,8 +119,8 @@ impl Str {
     pub fn len(&self) -> usize {
         match self {
             Str::Int(n) => itoa::Buffer::new().format(*n).len(),
-            Str::Small { len, .. } => *len as usize,
-            Str::Emb(v) | Str::Raw(v) => v.len(),
+            Str::Small { len, .. } | Str::Emb { len, .. } => *len as usize,
+            Str::Raw(v) => v.len(),
         }
     }
 
@@ -127,10 +143,10 @@ impl Str {
             Str::Raw(_) => None,
             Str::Int(n) => Some(itoa::Buffer::new().format(*n).as_bytes().to_vec()),
             Str::Small { len, buf } => Some(buf[..*len as usize].to_vec()),
-            Str::Emb(v) => Some(std::mem::take(v)),
+            Str::Emb { len, buf } => Some(buf[..*len as usize].to_vec()),
         };
         if let Some(b) = bytes {
-            *self = Str::Raw(b);
+            *self = Str::raw(b);
         }
         match self {
             Str::Raw(v) => v,
@@ -154,7 +170,7 @@ mod tests {
         assert_eq!(Str::plain(b"1".to_vec()).encoding(), "embstr");
         let mut s = Str::from_bytes(b"12");
         s.make_raw().push(b'3');
-        assert_eq!(s, Str::Raw(b"123".to_vec()));
+        assert_eq!(s, Str::raw(b"123".to_vec()));
         let mut s = Str::from_bytes(b"ab");
         s.make_raw().push(b'c');
         assert_eq!(s.as_bytes(), &b"abc"[..]);
@@ -163,7 +179,7 @@ mod tests {
 
     #[test]
     fn every_form_gives_back_its_bytes() {
-        for n in [0usize, 1, 20, 29, 30, 31, 44, 45, 100] {
+        for n in [0usize, 1, 13, 14, 15, 20, 29, 30, 31, 44, 45, 100] {
             let b: Vec<u8> = (0..n).map(|i| b'a' + (i % 26) as u8).collect();
             let s = Str::from_bytes(&b);
             assert_eq!(s.as_bytes(), &b[..]);
@@ -171,6 +187,6 @@ mod tests {
             assert_eq!(Str::from_vec(b.clone()), s);
         }
         assert_eq!(Str::from_bytes(b"-42").as_bytes(), &b"-42"[..]);
-        assert_eq!(std::mem::size_of::<Str>(), 32);
+        assert_eq!(std::mem::size_of::<Str>(), 16);
     }
 }

@@ -62,7 +62,7 @@ pub(crate) fn bits_for_write<'a>(
     maxbit: u64,
 ) -> Result<(&'a mut Vec<u8>, bool), Error> {
     let need = (maxbit >> 3) as usize + 1;
-    let (s, _) = ctx.db().write_or_create(key, || Str::Raw(Vec::new()))?;
+    let (s, _) = ctx.db().write_or_create(key, || Str::raw(Vec::new()))?;
     let v = s.make_raw();
     let grown = v.len() < need;
     if grown {
@@ -324,7 +324,7 @@ fn bitop(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         }
         *r = out;
     }
-    ctx.db().set(dst, Value::Str(Str::Raw(res)));
+    ctx.db().set(dst, Value::Str(Str::raw(res)));
     ctx.modified(dst, notify::STRING, "set");
     ctx.out().int(maxlen as i64);
     Ok(())

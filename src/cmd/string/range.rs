@@ -78,7 +78,7 @@ pub fn setrange(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             let mut v = vec![0u8; offset + val.len()];
             v[offset..].copy_from_slice(val);
             let len = v.len();
-            db.add_new(key, Value::Str(Str::Raw(v)));
+            db.add_new(key, Value::Str(Str::raw(v)));
             len
         }
         Some(s) => {

@@ -240,7 +240,7 @@ impl<'a> Reader<'a> {
                 if v.is_empty() {
                     return Err(Bad::EmptyKey);
                 }
-                Value::Set(ints_or_table(v, lim.set_ints))
+                Value::Set(Box::new(ints_or_table(v, lim.set_ints)))
             }
             TYPE_SET_LISTPACK => {
                 let blob = self.string()?;
@@ -248,7 +248,7 @@ impl<'a> Reader<'a> {
                 if items.is_empty() {
                     return Err(Bad::EmptyKey);
                 }
-                Value::Set(set_from_elems(&items, lim.set_ints)?)
+                Value::Set(Box::new(set_from_elems(&items, lim.set_ints)?))
             }
             TYPE_ZSET | TYPE_ZSET_2 => self.plain_zset(t == TYPE_ZSET_2, lim)?,
             TYPE_ZSET_ZIPLIST | TYPE_ZSET_LISTPACK => {
@@ -402,7 +402,7 @@ impl<'a> Reader<'a> {
                 }
             }
         }
-        Ok(Value::Set(match table {
+        Ok(Value::Set(Box::new(match table {
             Some(d) => Set::Table(d),
             None => {
                 ints.sort_unstable();
@@ -411,7 +411,7 @@ impl<'a> Reader<'a> {
                 }
                 Set::Ints(ints)
             }
-        }))
+        })))
     }
 
     fn plain_zset(&mut self, binary: bool, lim: &Limits) -> Result<Value, Bad> {
@@ -493,7 +493,7 @@ impl<'a> Reader<'a> {
             None => {
                 no_dups(fields.iter().map(|f| &f[..]), "Hash with dup elements")?;
                 pack::fit(&mut buf);
-                Hash::Pack { buf, len: n as u32 }
+                Hash::Pack { buf }
             }
         }))
     }
@@ -593,10 +593,7 @@ fn packed_hash(items: &[Elem], dup_why: &str) -> Result<Hash, Bad> {
         strs.into_iter().chain(fields.iter().map(|f| &f[..])),
         dup_why,
     )?;
-    Ok(Hash::Pack {
-        buf,
-        len: (items.len() / 2) as u32,
-    })
+    Ok(Hash::Pack { buf })
 }
 
 fn to_dict(buf: &[u8]) -> Box<Dict<Box<[u8]>>> {

@@ -144,8 +144,8 @@ impl Encoder {
         match v {
             Value::Str(_) => TYPE_STRING,
             Value::List(_) => TYPE_LIST_QUICKLIST_2,
-            Value::Set(Set::Ints(_)) => TYPE_SET_INTSET,
-            Value::Set(Set::Table(_)) => TYPE_SET,
+            Value::Set(s) if matches!(**s, Set::Ints(_)) => TYPE_SET_INTSET,
+            Value::Set(_) => TYPE_SET,
             Value::ZSet(z) if z.is_listpack() => TYPE_ZSET_LISTPACK,
             Value::ZSet(_) => TYPE_ZSET_2,
             Value::Hash(Hash::Pack { .. }) => TYPE_HASH_LISTPACK,
@@ -166,18 +166,20 @@ impl Encoder {
                     self.scratch_string();
                 }
             }
-            Value::Set(Set::Ints(v)) => {
-                intset::write(v, &mut self.scratch);
-                self.scratch_string();
-            }
-            Value::Set(Set::Table(d)) => {
-                self.len(d.len() as u64);
-                for (m, _) in d.iter() {
-                    self.string(m);
+            Value::Set(s) => match &**s {
+                Set::Ints(v) => {
+                    intset::write(v, &mut self.scratch);
+                    self.scratch_string();
                 }
-            }
-            Value::Hash(Hash::Pack { buf, len }) => {
-                self.listpack_of(buf, *len as usize * 2);
+                Set::Table(d) => {
+                    self.len(d.len() as u64);
+                    for (m, _) in d.iter() {
+                        self.string(m);
+                    }
+                }
+            },
+            Value::Hash(h @ Hash::Pack { buf }) => {
+                self.listpack_of(buf, h.len() * 2);
                 self.scratch_string();
             }
             Value::Hash(Hash::Table(d)) => {
