@@ -79,11 +79,25 @@ pub fn size_class(n: usize) -> usize {
 /// The counting layer over the chosen allocator.
 pub struct Counting;
 
-// SAFETY: every call is forwarded to the inner allocator unchanged; the
+/// With jemalloc's 8-byte quantum a request is only as aligned as its size
+/// class; a layout whose size is not a multiple of its alignment (legal in
+/// Rust) is rounded up so that it lands in a class that is.
+#[inline]
+fn padded(l: Layout) -> Layout {
+    if l.align() > 8 {
+        l.pad_to_align()
+    } else {
+        l
+    }
+}
+
+// SAFETY: every call is forwarded to the inner allocator with the layout
+// padded to its alignment (the same padding on every call for a block); the
 // layer only adds bookkeeping.
 unsafe impl GlobalAlloc for Counting {
     #[inline]
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        let l = padded(l);
         let p = inner::INNER.alloc(l);
         if !p.is_null() {
             ALLOCATED.fetch_add(inner::usable(p, l), Relaxed);
@@ -93,6 +107,7 @@ unsafe impl GlobalAlloc for Counting {
 
     #[inline]
     unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
+        let l = padded(l);
         let p = inner::INNER.alloc_zeroed(l);
         if !p.is_null() {
             ALLOCATED.fetch_add(inner::usable(p, l), Relaxed);
@@ -102,12 +117,19 @@ unsafe impl GlobalAlloc for Counting {
 
     #[inline]
     unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        let l = padded(l);
         ALLOCATED.fetch_sub(inner::usable(p, l), Relaxed);
         inner::INNER.dealloc(p, l)
     }
 
     #[inline]
     unsafe fn realloc(&self, p: *mut u8, l: Layout, new_size: usize) -> *mut u8 {
+        let l = padded(l);
+        let new_size = if l.align() > 8 {
+            new_size.next_multiple_of(l.align())
+        } else {
+            new_size
+        };
         let old = inner::usable(p, l);
         let q = inner::INNER.realloc(p, l, new_size);
         if !q.is_null() {
