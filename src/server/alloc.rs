@@ -62,9 +62,21 @@ mod inner {
 /// Name of the allocator as INFO's `mem_allocator` shows it.
 pub const ALLOCATOR: &str = inner::NAME;
 
-/// Size class of a request in jemalloc's scheme with the 8-byte quantum
-/// Redis also builds it with (`.cargo/config.toml`; also MEMORY USAGE's
-/// estimate of what Redis allocates): 8-byte steps to 64, then four classes
+/// MEMORY USAGE's estimate of what the reference Redis allocates: its
+/// jemalloc (the distribution's, 16-byte quantum) rounds to 8, 16-byte
+/// steps to 128, then four classes per doubling.
+pub fn redis_size_class(n: usize) -> usize {
+    if n <= 8 {
+        8
+    } else if n <= 128 {
+        n.div_ceil(16) * 16
+    } else {
+        size_class(n)
+    }
+}
+
+/// Size class of a request in our jemalloc's scheme, built with an 8-byte
+/// quantum (`.cargo/config.toml`): 8-byte steps to 64, then four classes
 /// per doubling.
 #[inline]
 pub fn size_class(n: usize) -> usize {
