@@ -17,7 +17,6 @@ pub async fn run(srv: Rc<RefCell<Server>>) {
     let mut internal = Client::new(0, String::new(), String::new(), ConnKind::Script, false);
     let mut ticks = 0u32;
     let mut closed_at_trim = 0;
-    let mut sampled_at = Instant::now();
     loop {
         let hz = srv.borrow().config.hz.max(1);
         tokio::time::sleep(Duration::from_millis(1000 / hz as u64)).await;
@@ -35,13 +34,9 @@ pub async fn run(srv: Rc<RefCell<Server>>) {
         }
         let now = crate::clock::now_ms();
         s.stats.sample_ops(now);
-        // RSS and the allocator's statistics are slow to read: sampled here
-        // every 100 ms (as Redis's cronUpdateMemoryStats), never per command.
+        // The peak follows used_memory here too; RSS and the allocator's
+        // statistics are read when asked for (memory::sampled).
         super::memory::used_memory();
-        if sampled_at.elapsed() >= MEMORY_SAMPLE_EVERY {
-            sampled_at = Instant::now();
-            super::memory::sample();
-        }
         crate::persist::cron(&mut s);
         ticks += 1;
         if ticks >= hz {
@@ -55,9 +50,6 @@ pub async fn run(srv: Rc<RefCell<Server>>) {
         internal.reply.buf.clear();
     }
 }
-
-/// How often RSS and the allocator statistics are read.
-const MEMORY_SAMPLE_EVERY: Duration = Duration::from_millis(100);
 
 /// Clients closed since the last trim that make the cron return freed heap
 /// to the OS (each left a few KiB behind in the allocator's free lists).
