@@ -354,6 +354,25 @@ mod tests {
         assert!(w.as_mut().poll(&mut cx).is_ready());
     }
 
+    /// The wait after an fdatasync: half of it before anything is known;
+    /// then twice the connections' recent return time, never more than half
+    /// the fdatasync (a slow one no longer stretches it when they come back
+    /// fast); gathers that time out raise the estimate up to that half again.
+    #[test]
+    fn the_gather_bound_follows_the_return_time() {
+        let ms = Duration::from_millis;
+        let mut back = Return::default();
+        assert_eq!(back.bound(ms(40)), ms(20));
+        back.record(ms(1));
+        assert_eq!(back.bound(ms(40)), ms(2));
+        assert_eq!(back.bound(ms(2)), ms(1));
+        for _ in 0..64 {
+            let timed_out = back.bound(ms(40));
+            back.record(timed_out);
+        }
+        assert_eq!(back.bound(ms(40)), ms(20));
+    }
+
     /// The thread fsyncs a request and reports the bytes it covered.
     #[test]
     fn the_sync_thread_covers_a_request() {
