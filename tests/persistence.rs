@@ -835,7 +835,10 @@ fn clients_are_served_during_a_slow_startup_load_as_redis() {
         let name = bin.file_name().unwrap().to_string_lossy().to_string();
         let child = Command::new(bin)
             .args(["--port", &port.to_string(), "--dir", dir.to_str().unwrap()])
-            .args(["--logfile", dir.join(format!("{name}.log")).to_str().unwrap()])
+            .args([
+                "--logfile",
+                dir.join(format!("{name}.log")).to_str().unwrap(),
+            ])
             .args(base)
             .args(slow)
             .stdout(Stdio::null())
@@ -880,7 +883,10 @@ fn clients_are_served_during_a_slow_startup_load_as_redis() {
         }
         out.push(freed.to_string());
         out.push(field_of(
-            &redis::cmd("INFO").arg("persistence").query::<String>(&mut c).unwrap(),
+            &redis::cmd("INFO")
+                .arg("persistence")
+                .query::<String>(&mut c)
+                .unwrap(),
             "loading",
         ));
         // With a save point set, SHUTDOWN would save: not while loading.

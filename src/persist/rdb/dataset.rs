@@ -292,8 +292,13 @@ pub fn load_dataset_with(
                     db = id as usize;
                 }
                 OPCODE_RESIZEDB => {
-                    r.length()?;
-                    r.length()?;
+                    let keys = r.length()?;
+                    let expires = r.length()?;
+                    // Sized once for what follows; the counts come from
+                    // the file, so no more than its remaining bytes could
+                    // hold (a key takes at least 3).
+                    let cap = (r.data.len() - r.pos) as u64 / 3;
+                    dbs[db].reserve(keys.min(cap) as usize, expires.min(cap) as usize);
                 }
                 OPCODE_SLOT_INFO => {
                     r.length()?;
