@@ -907,3 +907,43 @@ fn info_clients(c: &mut redis::Connection) -> i64 {
     let info: String = redis::cmd("INFO").arg("clients").query(c).unwrap();
     field_of(&info, "connected_clients").parse().unwrap()
 }
+
+/// While a BGSAVE child runs, reads leave the LFU counter alone (Redis's
+/// `lookupKey` skips the access update with a child active, so reads do
+/// not copy pages on write); after it ends they count again.
+#[test]
+fn reads_during_bgsave_do_not_touch_the_access_counters_as_redis() {
+    let (ours, redis) = both(
+        &[
+            "--maxmemory-policy",
+            "allkeys-lfu",
+            "--rdb-key-save-delay",
+            "1000000",
+        ],
+        |c, _| {
+            run(c, &["SET", "k", "v"]);
+            let mut out = vec![run(c, &["OBJECT", "FREQ", "k"])];
+            out.push(run(c, &["BGSAVE"]));
+            for _ in 0..3 {
+                run(c, &["GET", "k"]);
+            }
+            out.push(run(c, &["OBJECT", "FREQ", "k"]));
+            out.push(info_field(c, "rdb_bgsave_in_progress"));
+            // A FLUSHALL stops the child; once it is reaped, reads count again.
+            run(c, &["FLUSHALL"]);
+            for _ in 0..500 {
+                if info_field(c, "rdb_bgsave_in_progress") == "0" {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            run(c, &["SET", "k", "v"]);
+            run(c, &["GET", "k"]);
+            out.push(run(c, &["OBJECT", "FREQ", "k"]));
+            out
+        },
+    );
+    assert_eq!(ours, redis);
+    assert_eq!(ours[1..4], ["Background saving started", "5", "1"]);
+    assert_ne!(ours[4], "5");
+}

@@ -577,6 +577,23 @@ mod tests {
     use std::collections::HashSet;
 
     #[test]
+    fn reserve_sizes_the_table_once_for_that_many_inserts() {
+        let mut d: Dict<usize> = Dict::new();
+        d.reserve(1000);
+        assert_eq!(d.slots(), 1024);
+        for i in 0..1000 {
+            d.get_or_insert_with(format!("k{i}").as_bytes(), || i);
+        }
+        assert_eq!(d.slots(), 1024);
+        assert!((0..1000).all(|i| d.get(format!("k{i}").as_bytes()) == Some(&i)));
+        // Never smaller, and a count no size holds is ignored.
+        d.reserve(10);
+        d.reserve(usize::MAX);
+        assert_eq!(d.slots(), 1024);
+        assert_eq!(d.len(), 1000);
+    }
+
+    #[test]
     fn short_and_long_keys_round_trip() {
         let mut d: Dict<usize> = Dict::new();
         let keys: Vec<Vec<u8>> = (0..64).map(|n| vec![b'k'; n]).collect();
