@@ -734,6 +734,9 @@ fn clients_get_loading_during_a_slow_aof_replay_as_redis() {
             );
             std::fs::write(incr, aof).unwrap();
             let mut busy = srv.conn();
+            // 3M calls in a debug build on a loaded machine outlast 20 s.
+            busy.set_read_timeout(Some(Duration::from_secs(300)))
+                .unwrap();
             let h = std::thread::spawn(move || run(&mut busy, &["DEBUG", "LOADAOF"]));
             let mut seen = String::new();
             while !h.is_finished() {
