@@ -74,6 +74,18 @@ pub fn set_no_touch(on: bool) {
 }
 
 thread_local! {
+    /// Set while a forked child (BGSAVE, AOF rewrite) runs: lookups leave
+    /// the access metadata alone, as Redis's `lookupKey` does, since writing
+    /// it would copy every page a read touches (copy-on-write).
+    static FORKED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// A child was forked (true) or has ended (false); see `FORKED`.
+pub fn set_forked(on: bool) {
+    FORKED.with(|c| c.set(on));
+}
+
+thread_local! {
     /// While CLIENT PAUSE is in effect (until this real-clock unix ms), reads
     /// treat keys past their TTL as missing but leave them in place, so the
     /// dataset does not change under a pause (Redis's `expireIfNeeded`).
@@ -148,7 +160,7 @@ impl Entry {
 
     /// Records an access (Redis's `lookupKey` LRU/LFU update).
     fn access(&mut self, rand: &mut u64) {
-        if NO_TOUCH.with(|c| c.get()) {
+        if NO_TOUCH.with(|c| c.get()) || FORKED.with(|c| c.get()) {
             return;
         }
         self.lru = now_secs();
@@ -389,6 +401,13 @@ impl Db {
 
     /// Adds a key read from an RDB image with its metadata and expiry;
     /// false (nothing changes) when the key is already there.
+    /// Room for `keys` keys and `expires` TTLs, so loading that many
+    /// resizes nothing (an RDB's RESIZEDB).
+    pub fn reserve(&mut self, keys: usize, expires: usize) {
+        self.keys.reserve(keys);
+        self.expires.reserve(expires);
+    }
+
     pub fn add_loaded(&mut self, key: &[u8], entry: Entry, expire_at: Option<i64>) -> bool {
         let (_, added) = self.keys.get_or_insert_with(key, || entry);
         if added {
