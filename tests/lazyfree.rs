@@ -181,6 +181,7 @@ fn server_del_and_expire_follow_their_parameters() {
             cmd(c, &["CONFIG", "SET", "lazyfree-lazy-server-del", lazy]);
             sadd(c, "big", 500);
             step(&mut log, "set over", cmd(c, &["SET", "big", "x"]));
+            cmd(c, &["DEL", "big"]);
             sadd(c, "big", 500);
             cmd(c, &["SET", "src", "v"]);
             step(&mut log, "rename over", cmd(c, &["RENAME", "src", "big"]));
