@@ -30,7 +30,9 @@ fn wait_lazyfree_done(c: &mut Connection) {
 /// `lazyfreed_objects` once the background work is done.
 fn lazyfreed(c: &mut Connection) -> i64 {
     wait_lazyfree_done(c);
-    info_field(c, "memory", "lazyfreed_objects").parse().unwrap()
+    info_field(c, "memory", "lazyfreed_objects")
+        .parse()
+        .unwrap()
 }
 
 fn cmd(c: &mut Connection, args: &[&str]) -> String {
@@ -82,7 +84,11 @@ fn unlink_and_del_free_big_values_in_the_background() {
         sadd(c, "big", 65);
         cmd(c, &["HSET", "packed", "f", "v"]);
         cmd(c, &["ZADD", "zpacked", "1", "a"]);
-        step(&mut log, "unlink 4", cmd(c, &["UNLINK", "s", "small", "packed", "zpacked", "nokey"]));
+        step(
+            &mut log,
+            "unlink 4",
+            cmd(c, &["UNLINK", "s", "small", "packed", "zpacked", "nokey"]),
+        );
         step(&mut log, "after small", lazyfreed(c));
         step(&mut log, "unlink big", cmd(c, &["UNLINK", "big"]));
         step(&mut log, "exists big", cmd(c, &["EXISTS", "big"]));
@@ -158,9 +164,17 @@ fn flush_async_frees_databases_in_the_background() {
         step(&mut log, "flushdb lazy", cmd(c, &["FLUSHDB"]));
         step(&mut log, "after user-flush", lazyfreed(c));
         fill(c, "0", 4);
-        step(&mut log, "flushall sync wins", cmd(c, &["FLUSHALL", "SYNC"]));
+        step(
+            &mut log,
+            "flushall sync wins",
+            cmd(c, &["FLUSHALL", "SYNC"]),
+        );
         step(&mut log, "after sync wins", lazyfreed(c));
-        step(&mut log, "flush empty async", cmd(c, &["FLUSHALL", "ASYNC"]));
+        step(
+            &mut log,
+            "flush empty async",
+            cmd(c, &["FLUSHALL", "ASYNC"]),
+        );
         step(&mut log, "after empty", lazyfreed(c));
         step(&mut log, "bad flag", cmd(c, &["FLUSHALL", "LAZY"]));
         step(&mut log, "bad arity", cmd(c, &["FLUSHDB", "ASYNC", "SYNC"]));
@@ -217,9 +231,8 @@ fn used_memory_drops_once_the_background_free_is_done() {
         .unwrap()
         .get_connection()
         .unwrap();
-    let used = |c: &mut Connection| -> i64 {
-        info_field(c, "memory", "used_memory").parse().unwrap()
-    };
+    let used =
+        |c: &mut Connection| -> i64 { info_field(c, "memory", "used_memory").parse().unwrap() };
     let before = used(&mut c);
     sadd(&mut c, "myset", 100_000);
     let peak = used(&mut c);
