@@ -32,48 +32,8 @@ import threading
 import time
 
 from bench import ROOT, free_port
+from bench_persist import cli, start, stop
 from netutil import enc
-
-
-def cli(port, *args):
-    return subprocess.run(["redis-cli", "-p", str(port), *args], capture_output=True,
-                          text=True, check=True).stdout.strip()
-
-
-def info_field(port, field):
-    for line in cli(port, "INFO", "memory").splitlines():
-        if line.startswith(field + ":"):
-            return line.split(":", 1)[1].strip()
-    return None
-
-
-def start(binary, d, port):
-    p = subprocess.Popen([binary, "--port", str(port), "--dir", d, "--save", "",
-                          "--appendonly", "no", "--enable-debug-command", "yes",
-                          "--logfile", os.path.join(d, "server.log")],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    t0 = time.time()
-    while time.time() - t0 < 60:
-        try:
-            if cli(port, "PING") == "PONG":
-                return p
-        except subprocess.CalledProcessError:
-            pass
-        time.sleep(0.05)
-    p.kill()
-    raise RuntimeError("server did not start: " + binary)
-
-
-def stop(p, port):
-    try:
-        cli(port, "SHUTDOWN", "NOSAVE")
-    except subprocess.CalledProcessError:
-        pass
-    try:
-        p.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait()
 
 
 def zset_file(path, members, batch=1000):
@@ -186,7 +146,7 @@ def run_server(name, binary, zpath, args):
     d = tempfile.mkdtemp(prefix="bench-lazyfree-%s-" % name)
     port = free_port()
     out = {}
-    p = start(binary, d, port)
+    p = start(binary, d, port, ["--enable-debug-command", "yes"])
     try:
         cli(port, "SET", "probe", "x" * 16)
         for title, data, configs, command in SCENARIOS:

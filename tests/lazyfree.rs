@@ -57,16 +57,26 @@ fn sadd(c: &mut Connection, key: &str, n: usize) {
     let _: i64 = k.query(c).unwrap();
 }
 
-/// Runs `script` on both servers; each step's observations must agree.
-fn same_on_both(script: impl Fn(&mut Connection) -> Vec<(String, String)>) {
+/// What a script observed, step by step.
+type Log = Vec<(String, String)>;
+
+/// Runs `script` on both servers, from CONFIG RESETSTAT; each step's
+/// observations must agree.
+fn same_on_both(script: impl Fn(&mut Connection, &mut Log)) {
     let redis = RedisServer::start();
     let ox = common::start();
-    let want = script(&mut redis.conn());
-    let got = script(&mut common::conn(&ox));
+    let run = |c: &mut Connection| {
+        let mut log = Log::new();
+        cmd(c, &["CONFIG", "RESETSTAT"]);
+        script(c, &mut log);
+        log
+    };
+    let want = run(&mut redis.conn());
+    let got = run(&mut common::conn(&ox));
     assert_eq!(got, want);
 }
 
-fn step(log: &mut Vec<(String, String)>, label: &str, value: impl ToString) {
+fn step(log: &mut Log, label: &str, value: impl ToString) {
     log.push((label.to_string(), value.to_string()));
 }
 
@@ -75,10 +85,8 @@ fn step(log: &mut Vec<(String, String)>, label: &str, value: impl ToString) {
 /// plain DEL never; DEL with `lazyfree-lazy-user-del yes` does.
 #[test]
 fn unlink_and_del_free_big_values_in_the_background() {
-    same_on_both(|c| {
-        let mut log = Vec::new();
-        cmd(c, &["CONFIG", "RESETSTAT"]);
-        step(&mut log, "start", lazyfreed(c));
+    same_on_both(|c, log| {
+        step(log, "start", lazyfreed(c));
         cmd(c, &["SET", "s", "v"]);
         sadd(c, "small", 64);
         sadd(c, "big", 65);
@@ -89,19 +97,19 @@ fn unlink_and_del_free_big_values_in_the_background() {
             "unlink 4",
             cmd(c, &["UNLINK", "s", "small", "packed", "zpacked", "nokey"]),
         );
-        step(&mut log, "after small", lazyfreed(c));
-        step(&mut log, "unlink big", cmd(c, &["UNLINK", "big"]));
-        step(&mut log, "exists big", cmd(c, &["EXISTS", "big"]));
-        step(&mut log, "after big", lazyfreed(c));
+        step(log, "after small", lazyfreed(c));
+        step(log, "unlink big", cmd(c, &["UNLINK", "big"]));
+        step(log, "exists big", cmd(c, &["EXISTS", "big"]));
+        step(log, "after big", lazyfreed(c));
         sadd(c, "big", 1000);
-        step(&mut log, "del", cmd(c, &["DEL", "big"]));
-        step(&mut log, "after del", lazyfreed(c));
+        step(log, "del", cmd(c, &["DEL", "big"]));
+        step(log, "after del", lazyfreed(c));
         cmd(c, &["CONFIG", "SET", "lazyfree-lazy-user-del", "yes"]);
         sadd(c, "big", 1000);
-        step(&mut log, "lazy del", cmd(c, &["DEL", "big"]));
+        step(log, "lazy del", cmd(c, &["DEL", "big"]));
         sadd(c, "big2", 1000);
-        step(&mut log, "lazy del 2", cmd(c, &["DEL", "big2", "big"]));
-        step(&mut log, "after lazy del", lazyfreed(c));
+        step(log, "lazy del 2", cmd(c, &["DEL", "big2", "big"]));
+        step(log, "after lazy del", lazyfreed(c));
         cmd(c, &["CONFIG", "SET", "lazyfree-lazy-user-del", "no"]);
         // Other types: a hashtable hash, a skiplist sorted set and a long
         // list (free effort: fields, members, list nodes).
@@ -121,11 +129,10 @@ fn unlink_and_del_free_big_values_in_the_background() {
         let _: () = h.query(c).unwrap();
         let _: () = z.query(c).unwrap();
         let _: () = l.query(c).unwrap();
-        step(&mut log, "unlink types", cmd(c, &["UNLINK", "h", "z", "l"]));
-        step(&mut log, "after types", lazyfreed(c));
+        step(log, "unlink types", cmd(c, &["UNLINK", "h", "z", "l"]));
+        step(log, "after types", lazyfreed(c));
         cmd(c, &["CONFIG", "RESETSTAT"]);
-        step(&mut log, "resetstat", lazyfreed(c));
-        log
+        step(log, "resetstat", lazyfreed(c));
     });
 }
 
@@ -134,9 +141,7 @@ fn unlink_and_del_free_big_values_in_the_background() {
 /// free inline; `lazyfree-lazy-user-flush yes` makes the bare form async.
 #[test]
 fn flush_async_frees_databases_in_the_background() {
-    same_on_both(|c| {
-        let mut log = Vec::new();
-        cmd(c, &["CONFIG", "RESETSTAT"]);
+    same_on_both(|c, log| {
         let fill = |c: &mut Connection, db: &str, n: usize| {
             cmd(c, &["SELECT", db]);
             for i in 0..n {
@@ -146,40 +151,39 @@ fn flush_async_frees_databases_in_the_background() {
         };
         fill(c, "1", 7);
         fill(c, "0", 10);
-        step(&mut log, "flushall async", cmd(c, &["FLUSHALL", "ASYNC"]));
-        step(&mut log, "dbsize", cmd(c, &["DBSIZE"]));
-        step(&mut log, "after flushall async", lazyfreed(c));
+        step(log, "flushall async", cmd(c, &["FLUSHALL", "ASYNC"]));
+        step(log, "dbsize", cmd(c, &["DBSIZE"]));
+        step(log, "after flushall async", lazyfreed(c));
         fill(c, "0", 5);
-        step(&mut log, "flushdb async", cmd(c, &["FLUSHDB", "ASYNC"]));
-        step(&mut log, "after flushdb async", lazyfreed(c));
+        step(log, "flushdb async", cmd(c, &["FLUSHDB", "ASYNC"]));
+        step(log, "after flushdb async", lazyfreed(c));
         fill(c, "0", 5);
-        step(&mut log, "flushall sync", cmd(c, &["FLUSHALL", "SYNC"]));
+        step(log, "flushall sync", cmd(c, &["FLUSHALL", "SYNC"]));
         fill(c, "0", 5);
-        step(&mut log, "flushdb", cmd(c, &["FLUSHDB"]));
-        step(&mut log, "after sync", lazyfreed(c));
+        step(log, "flushdb", cmd(c, &["FLUSHDB"]));
+        step(log, "after sync", lazyfreed(c));
         cmd(c, &["CONFIG", "SET", "lazyfree-lazy-user-flush", "yes"]);
         fill(c, "0", 6);
-        step(&mut log, "flushall lazy", cmd(c, &["FLUSHALL"]));
+        step(log, "flushall lazy", cmd(c, &["FLUSHALL"]));
         fill(c, "0", 3);
-        step(&mut log, "flushdb lazy", cmd(c, &["FLUSHDB"]));
-        step(&mut log, "after user-flush", lazyfreed(c));
+        step(log, "flushdb lazy", cmd(c, &["FLUSHDB"]));
+        step(log, "after user-flush", lazyfreed(c));
         fill(c, "0", 4);
         step(
             &mut log,
             "flushall sync wins",
             cmd(c, &["FLUSHALL", "SYNC"]),
         );
-        step(&mut log, "after sync wins", lazyfreed(c));
+        step(log, "after sync wins", lazyfreed(c));
         step(
             &mut log,
             "flush empty async",
             cmd(c, &["FLUSHALL", "ASYNC"]),
         );
-        step(&mut log, "after empty", lazyfreed(c));
-        step(&mut log, "bad flag", cmd(c, &["FLUSHALL", "LAZY"]));
-        step(&mut log, "bad arity", cmd(c, &["FLUSHDB", "ASYNC", "SYNC"]));
+        step(log, "after empty", lazyfreed(c));
+        step(log, "bad flag", cmd(c, &["FLUSHALL", "LAZY"]));
+        step(log, "bad arity", cmd(c, &["FLUSHDB", "ASYNC", "SYNC"]));
         cmd(c, &["CONFIG", "SET", "lazyfree-lazy-user-flush", "no"]);
-        log
     });
 }
 
@@ -188,17 +192,15 @@ fn flush_async_frees_databases_in_the_background() {
 /// time follows `lazyfree-lazy-expire`.
 #[test]
 fn server_del_and_expire_follow_their_parameters() {
-    same_on_both(|c| {
-        let mut log = Vec::new();
-        cmd(c, &["CONFIG", "RESETSTAT"]);
+    same_on_both(|c, log| {
         for lazy in ["no", "yes"] {
             cmd(c, &["CONFIG", "SET", "lazyfree-lazy-server-del", lazy]);
             sadd(c, "big", 500);
-            step(&mut log, "set over", cmd(c, &["SET", "big", "x"]));
+            step(log, "set over", cmd(c, &["SET", "big", "x"]));
             cmd(c, &["DEL", "big"]);
             sadd(c, "big", 500);
             cmd(c, &["SET", "src", "v"]);
-            step(&mut log, "rename over", cmd(c, &["RENAME", "src", "big"]));
+            step(log, "rename over", cmd(c, &["RENAME", "src", "big"]));
             cmd(c, &["DEL", "big"]);
             sadd(c, "big", 500);
             sadd(c, "other", 3);
@@ -207,17 +209,16 @@ fn server_del_and_expire_follow_their_parameters() {
                 "store over",
                 cmd(c, &["SUNIONSTORE", "big", "other"]),
             );
-            step(&mut log, &format!("server-del {lazy}"), lazyfreed(c));
+            step(log, &format!("server-del {lazy}"), lazyfreed(c));
             cmd(c, &["CONFIG", "SET", "lazyfree-lazy-expire", lazy]);
             sadd(c, "exp", 500);
-            step(&mut log, "expire past", cmd(c, &["EXPIRE", "exp", "-1"]));
-            step(&mut log, "exists", cmd(c, &["EXISTS", "exp"]));
-            step(&mut log, &format!("expire {lazy}"), lazyfreed(c));
+            step(log, "expire past", cmd(c, &["EXPIRE", "exp", "-1"]));
+            step(log, "exists", cmd(c, &["EXISTS", "exp"]));
+            step(log, &format!("expire {lazy}"), lazyfreed(c));
             cmd(c, &["FLUSHALL", "SYNC"]);
         }
         cmd(c, &["CONFIG", "SET", "lazyfree-lazy-server-del", "no"]);
         cmd(c, &["CONFIG", "SET", "lazyfree-lazy-expire", "no"]);
-        log
     });
 }
 
