@@ -93,7 +93,7 @@ fn unlink_and_del_free_big_values_in_the_background() {
         cmd(c, &["HSET", "packed", "f", "v"]);
         cmd(c, &["ZADD", "zpacked", "1", "a"]);
         step(
-            &mut log,
+            log,
             "unlink 4",
             cmd(c, &["UNLINK", "s", "small", "packed", "zpacked", "nokey"]),
         );
@@ -169,17 +169,9 @@ fn flush_async_frees_databases_in_the_background() {
         step(log, "flushdb lazy", cmd(c, &["FLUSHDB"]));
         step(log, "after user-flush", lazyfreed(c));
         fill(c, "0", 4);
-        step(
-            &mut log,
-            "flushall sync wins",
-            cmd(c, &["FLUSHALL", "SYNC"]),
-        );
+        step(log, "flushall sync wins", cmd(c, &["FLUSHALL", "SYNC"]));
         step(log, "after sync wins", lazyfreed(c));
-        step(
-            &mut log,
-            "flush empty async",
-            cmd(c, &["FLUSHALL", "ASYNC"]),
-        );
+        step(log, "flush empty async", cmd(c, &["FLUSHALL", "ASYNC"]));
         step(log, "after empty", lazyfreed(c));
         step(log, "bad flag", cmd(c, &["FLUSHALL", "LAZY"]));
         step(log, "bad arity", cmd(c, &["FLUSHDB", "ASYNC", "SYNC"]));
@@ -204,11 +196,7 @@ fn server_del_and_expire_follow_their_parameters() {
             cmd(c, &["DEL", "big"]);
             sadd(c, "big", 500);
             sadd(c, "other", 3);
-            step(
-                &mut log,
-                "store over",
-                cmd(c, &["SUNIONSTORE", "big", "other"]),
-            );
+            step(log, "store over", cmd(c, &["SUNIONSTORE", "big", "other"]));
             step(log, &format!("server-del {lazy}"), lazyfreed(c));
             cmd(c, &["CONFIG", "SET", "lazyfree-lazy-expire", lazy]);
             sadd(c, "exp", 500);
