@@ -44,10 +44,10 @@ def info(port, field):
     return m.group(1).strip() if m else None
 
 
-def start(binary, d, port):
+def start(binary, d, port, extra=()):
     log = os.path.join(d, "server.log")
     p = subprocess.Popen([binary, "--port", str(port), "--dir", d, "--save", "",
-                          "--appendonly", "no", "--logfile", log],
+                          "--appendonly", "no", "--logfile", log, *extra],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     t0 = time.time()
     while time.time() - t0 < 600:

@@ -276,9 +276,18 @@ impl<'a> Ctx<'a> {
     /// invalidation and the `del` keyspace event; the command then
     /// propagates as it came (DEL, UNLINK, ...) unless it asked otherwise.
     /// A key past its TTL is expired instead (its own `expired` event and
-    /// propagated DEL). True when a live key was deleted.
+    /// propagated DEL). True when a live key was deleted. The value is let
+    /// go of as an implicit deletion (`lazyfree-lazy-server-del`); see
+    /// [`Ctx::delete_key_as`].
     pub fn delete_key(&mut self, key: &[u8]) -> bool {
-        if self.db().remove(key).is_none() {
+        self.delete_key_as(key, crate::db::Why::ServerDel)
+    }
+
+    /// As [`Ctx::delete_key`], freeing the value as `why` says: DEL and
+    /// GETDEL as a user deletion, UNLINK lazily, EXPIRE with a past time as
+    /// an expiry (Redis's `dbSyncDelete` / `dbAsyncDelete` choice).
+    pub fn delete_key_as(&mut self, key: &[u8], why: crate::db::Why) -> bool {
+        if !self.db().delete(key, why) {
             return false;
         }
         self.modified(key, notify::GENERIC, "del");

@@ -232,6 +232,7 @@ fn after_set(ctx: &mut Ctx, before: &crate::config::Config) {
 /// `OK`: INFO's counters, command and error stats start again from zero.
 fn resetstat(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
     ctx.srv.stats.reset();
+    crate::db::lazyfree::reset_stats();
     ctx.srv.latency = Default::default();
     for db in ctx.srv.ks.dbs.iter_mut() {
         db.hits = 0;

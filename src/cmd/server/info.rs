@@ -284,13 +284,13 @@ fn memory(srv: &Server, out: &mut String) {
     line!(out, "mem_cluster_links:0");
     line!(out, "mem_aof_buffer:{}", o.aof_buffer);
     line!(out, "mem_allocator:{}", crate::server::memory::ALLOCATOR);
-    for f in [
-        "active_defrag_running:0",
-        "lazyfree_pending_objects:0",
-        "lazyfreed_objects:0",
-    ] {
-        line!(out, "{f}");
-    }
+    line!(out, "active_defrag_running:0");
+    line!(
+        out,
+        "lazyfree_pending_objects:{}",
+        crate::db::lazyfree::pending()
+    );
+    line!(out, "lazyfreed_objects:{}", crate::db::lazyfree::freed());
 }
 
 fn stats(srv: &Server, out: &mut String) {

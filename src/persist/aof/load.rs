@@ -250,7 +250,7 @@ pub fn debug_loadaof(srv: &mut Server) {
         super::writer::flush(srv, true);
     }
     for db in srv.ks.dbs.iter_mut() {
-        db.clear();
+        db.clear(false);
     }
     srv.script.functions.flush();
     let Ok(m) = read_manifest(&srv.aof) else {
