@@ -175,6 +175,7 @@ fn deliver_to(
             if c.reply.buf.len() as u64 >= floor || c.obuf_soft_since.is_some() {
                 enforce_output_limit(srv, &mut c, false);
             }
+            crate::server::client_mem::update_if_limited(srv, &mut c);
             if was_empty {
                 cell.wake.notify_one();
             }

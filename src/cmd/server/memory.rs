@@ -66,25 +66,14 @@ fn slots(n: usize) -> u64 {
     }
 }
 
-/// Bytes one client holds: the client itself and its buffers.
-fn client_mem(c: &crate::server::client::Client) -> u64 {
-    (std::mem::size_of::<crate::server::client::Client>() + c.reply.buf.capacity() + c.qbuf) as u64
-}
-
 impl Overhead {
     pub fn of(srv: &Server) -> Overhead {
         let total = mem::used_memory();
         let peak = mem::peak();
         let startup = mem::startup();
-        let clients_normal: u64 = srv
-            .clients
-            .values()
-            .map(|cell| match cell.state.try_borrow() {
-                Ok(c) => client_mem(&c),
-                // The client running this command: its struct, buffers aside.
-                Err(_) => std::mem::size_of::<crate::server::client::Client>() as u64,
-            })
-            .sum();
+        // As Redis: the running count (current to the second, or to the
+        // command while maxmemory-clients is set), not a walk of every client.
+        let clients_normal = srv.client_mem.total;
         let aof_buffer = crate::persist::aof::buffer_len(srv) as u64;
         let sc = srv.script.info();
         let (lua_caches, functions_caches) = (sc.scripts_eval as u64, sc.functions_mem as u64);
