@@ -264,7 +264,8 @@ fn update_all(srv: &mut Server, current: &mut Client) {
 }
 
 /// The cron's pass, once a second (Redis's clientsCron): every client
-/// counted anew, and the largest query buffer and output noted for INFO.
+/// counted anew, the largest query buffer and output noted for INFO, and
+/// output soft limits enforced on clients no new output reaches.
 pub fn cron(srv: &mut Server) {
     let slot = (crate::clock::now_ms() / 1000) as usize % 8;
     let (mut max_in, mut max_out) = (0, 0);
@@ -274,6 +275,7 @@ pub fn cron(srv: &mut Server) {
             max_in = max_in.max(c.qbuf_cap);
             let o = output(&c);
             max_out = max_out.max(o.obl + o.omem);
+            super::pubsub::check_output_limit_idle(srv, &mut c);
             update(srv, &mut c);
         }
     }
