@@ -200,7 +200,8 @@ fn evict_over_limit(srv: &mut Server, current: &mut Client) -> bool {
             }
         }
     }
-    if evictable(current) && current.conn_kind != super::client::ConnKind::Script {
+    // Only a connection: not a script's or the AOF loader's client.
+    if evictable(current) && srv.clients.contains_key(&current.id) {
         candidates.push((current.mem_usage, current.id));
     }
     candidates.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
