@@ -71,9 +71,17 @@ impl Overhead {
         let total = mem::used_memory();
         let peak = mem::peak();
         let startup = mem::startup();
-        // As Redis: the running count (current to the second, or to the
-        // command while maxmemory-clients is set), not a walk of every client.
-        let clients_normal = srv.client_mem.total;
+        // Counted now (Redis reads its running count, current to the
+        // second: a buffer freed since would still show).
+        let clients_normal: u64 = srv
+            .clients
+            .values()
+            .map(|cell| match cell.state.try_borrow() {
+                Ok(c) => crate::server::client_mem::usage(&c, 0) as u64,
+                // The client running this command: its state, buffers aside.
+                Err(_) => std::mem::size_of::<crate::server::client::ClientCell>() as u64,
+            })
+            .sum();
         let aof_buffer = crate::persist::aof::buffer_len(srv) as u64;
         let sc = srv.script.info();
         let (lua_caches, functions_caches) = (sc.scripts_eval as u64, sc.functions_mem as u64);
