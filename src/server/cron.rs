@@ -21,6 +21,9 @@ pub async fn run(srv: Rc<RefCell<Server>>) {
         let hz = srv.borrow().config.hz.max(1);
         tokio::time::sleep(Duration::from_millis(1000 / hz as u64)).await;
         let mut s = srv.borrow_mut();
+        if s.cron_paused {
+            continue;
+        }
         crate::clock::begin_command();
         // As in Redis, active expiry stops while clients are paused (CLIENT
         // PAUSE), so the dataset does not change under a paused replica/failover.
@@ -42,6 +45,7 @@ pub async fn run(srv: Rc<RefCell<Server>>) {
         if ticks >= hz {
             ticks = 0;
             release_idle_memory(&mut s, &mut closed_at_trim);
+            super::client_mem::cron(&mut s);
             crate::cmd::keyspace::migrate::close_timed_out();
         }
         crate::persist::aof::cron(&mut s);
@@ -65,7 +69,8 @@ fn release_idle_memory(s: &mut Server, closed_at_trim: &mut u64) {
     let idle = Duration::from_secs(IDLE_BUFFER_SECS);
     for cell in s.clients.values() {
         if let Ok(mut c) = cell.state.try_borrow_mut() {
-            if c.reply.buf.is_empty()
+            if s.reply_buffer_resizing
+                && c.reply.buf.is_empty()
                 && c.reply.buf.capacity() > 0
                 && c.last_interaction.elapsed() > idle
             {

@@ -3,6 +3,7 @@
 pub mod alloc;
 pub mod blocking;
 pub mod client;
+pub mod client_mem;
 pub mod cron;
 pub mod evict;
 pub mod fault;
@@ -49,6 +50,11 @@ pub struct Server {
     pub pause: Option<Pause>,
     /// The cron's active expiry cycle runs (DEBUG SET-ACTIVE-EXPIRE 0 stops it).
     pub active_expire: bool,
+    /// DEBUG PAUSE-CRON 1: the cron does nothing until 0.
+    pub cron_paused: bool,
+    /// DEBUG REPLYBUFFER RESIZING 0: the cron leaves idle clients' output
+    /// buffers as they are (tests measuring client memory need it steady).
+    pub reply_buffer_resizing: bool,
     pub rng: Rng,
     pub last_save_unix: i64,
     /// Persistence: the background child, snapshots, the AOF (`crate::persist`).
@@ -76,6 +82,8 @@ pub struct Server {
     pub blocked_clients: usize,
     /// maxmemory: the eviction pool and the OOM state (`evict`).
     pub evict: evict::Eviction,
+    /// Client memory and `maxmemory-clients` (see `client_mem`).
+    pub client_mem: client_mem::Tracked,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -154,6 +162,8 @@ impl Server {
             activity: Rc::new(tokio::sync::Notify::new()),
             pause: None,
             active_expire: true,
+            cron_paused: false,
+            reply_buffer_resizing: true,
             rng,
             last_save_unix: crate::clock::real_now_us() / 1_000_000,
             persist: Default::default(),
@@ -168,6 +178,7 @@ impl Server {
             tracking: Default::default(),
             blocked_clients: Default::default(),
             evict: Default::default(),
+            client_mem: Default::default(),
         }
     }
 
