@@ -5,7 +5,11 @@ Starts a release oxidis-server and a redis-server (both `--save "" --appendonly 
 on free loopback ports, then for each workload runs redis-benchmark against them in
 alternating rounds and prints each server's median throughput and p99 latency and
 the Oxidis/Redis ratio. An absolute number on a shared machine means little; the
-ratio, measured in the same run, is what we report.
+ratio, measured in the same run, is what we report. Each round runs every server once
+(the order reversed every other round, so neither always runs first); "rounds" is the
+median of the per-round ratios and their range [min..max], a paired figure that the
+machine's load drifting between rounds disturbs less than the ratio of the medians.
+The servers' directories are on the file system of $TMPDIR (printed first).
 
 Examples:
   python3 compat/bench.py                               # SET GET INCR MSET, P1 and P16, + 1 KiB values
@@ -206,6 +210,10 @@ def main():
         return
 
     tmp = tempfile.mkdtemp(prefix="oxidis-bench-")
+    fs = subprocess.run(["findmnt", "-n", "-o", "SOURCE,FSTYPE,OPTIONS", "--target", tmp],
+                        capture_output=True, text=True).stdout.strip()
+    print("server dirs in %s (%s); load average %s" % (tmp, fs or "?", " ".join(
+        open("/proc/loadavg").read().split()[:3])))
     common = ["--save", "", "--bind", "127.0.0.1"] + a.server_args.split()
 
     def own_dir(name):
@@ -252,13 +260,13 @@ def main():
             for p in a.pipelines.split(","):
                 workloads.append(("P%s 1KiB" % p, ["-n", str(a.requests), "-c", str(a.clients), "-P", p,
                                                   "-d", "1024", "-t", "set,get"]))
-        print("%-34s %14s %14s %7s %9s %9s" % ("workload", "redis rps", "oxidis rps", "ratio",
-                                               "redis p99", "oxi p99")
+        print("%-34s %14s %14s %7s %9s %9s  %s" % ("workload", "redis rps", "oxidis rps", "ratio",
+                                                   "redis p99", "oxi p99", "rounds: median [min..max]")
               + ("   %12s %7s" % ("before rps", "vs before") if a.baseline_bin else ""))
         for label, args in workloads:
             results = {s.name: {} for s in servers}
-            for _ in range(a.rounds):
-                for s in servers:
+            for i in range(a.rounds):
+                for s in (servers if i % 2 == 0 else servers[::-1]):
                     for test, rps, p99 in bench_once(s.port, args):
                         results[s.name].setdefault(test, []).append((rps, p99))
             for test in results["redis"]:
@@ -267,8 +275,11 @@ def main():
                 rr, orr = statistics.median(x[0] for x in r), statistics.median(x[0] for x in o)
                 rp99, op99 = statistics.median(x[1] for x in r), statistics.median(x[1] for x in o)
                 name = (label + " " + test)[:34]
-                line = "%-34s %14.0f %14.0f %6.2fx %8.3fms %8.3fms" % (name, rr, orr, orr / rr if rr else 0,
-                                                                      rp99, op99)
+                paired = sorted(x[0] / y[0] for x, y in zip(o, r) if y[0])
+                line = "%-34s %14.0f %14.0f %6.2fx %8.3fms %8.3fms  %.2fx [%.2f..%.2f]" % (
+                    name, rr, orr, orr / rr if rr else 0, rp99, op99,
+                    statistics.median(paired) if paired else 0, paired[0] if paired else 0,
+                    paired[-1] if paired else 0)
                 if a.baseline_bin:
                     br = statistics.median(x[0] for x in results["before"].get(test, [(0, 0)]))
                     line += "   %12.0f %6.2fx" % (br, orr / br if br else 0)

@@ -2,15 +2,17 @@
 """Snapshot benchmark: Oxidis vs a real redis-server, same machine, same run, same settings.
 
 For each server (release oxidis-server, then redis-server; both `--save "" --appendonly no`,
-each in its own temp --dir), with the same dataset (N string keys `key:i` = 16-byte value,
-plus H hashes of 10 small fields, loaded with `redis-cli --pipe`):
+each in its own temp --dir), with the same dataset (N string keys `key:%012d` = 16-byte value,
+the names redis-benchmark's `-r N` uses, so its SETs overwrite and its GETs hit; plus H hashes
+of 10 small fields; loaded with `redis-cli --pipe`):
 
   save_s       SAVE wall time seen by the client
   rdb_bytes    size of dump.rdb (and the Oxidis/Redis ratio)
   load_s       start-up load time, from the server's own log line "DB loaded from disk: X seconds"
-  p99 GET/SET  redis-benchmark (-c 50, -P 1, random keys over the N) while BGSAVE runs
-               (BGSAVE is restarted whenever it finishes, so the whole run is under a fork),
-               and the same run with no BGSAVE, for reference
+  p99 GET/SET  redis-benchmark (-c 50, -P 1, random keys over the N), one run per command,
+               while exactly --bgsaves BGSAVEs run back to back from its start (the same
+               number for both servers: a server whose BGSAVE is faster does not fork more
+               often), and the same run with no BGSAVE, for reference
   peak_pss     peak Pss of server + child (from /proc/PID/smaps_rollup, sampled every 20 ms)
                during one BGSAVE; Pss splits pages shared copy-on-write between the two
 
@@ -42,10 +44,10 @@ def info(port, field):
     return m.group(1).strip() if m else None
 
 
-def start(binary, d, port):
+def start(binary, d, port, extra=()):
     log = os.path.join(d, "server.log")
     p = subprocess.Popen([binary, "--port", str(port), "--dir", d, "--save", "",
-                          "--appendonly", "no", "--logfile", log],
+                          "--appendonly", "no", "--logfile", log, *extra],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     t0 = time.time()
     while time.time() - t0 < 600:
@@ -73,7 +75,7 @@ def stop(p, port):
 def dataset(path, strings, hashes):
     with open(path, "wb") as f:
         for i in range(strings):
-            f.write(enc("SET", "key:%d" % i, "value:%010d" % i))
+            f.write(enc("SET", "key:%012d" % i, "value:%010d" % i))
         for i in range(hashes):
             args = ["HSET", "hash:%d" % i]
             for j in range(10):
@@ -128,8 +130,8 @@ def bgsave_peak(p, port):
     return peak / 1024.0, time.time() - t0
 
 
-def benchmark(port, keys, requests):
-    out = subprocess.run(["redis-benchmark", "-p", str(port), "-t", "get,set", "-n", str(requests),
+def benchmark(port, keys, requests, tests="get,set"):
+    out = subprocess.run(["redis-benchmark", "-p", str(port), "-t", tests, "-n", str(requests),
                           "-c", "50", "-r", str(keys), "--csv"], capture_output=True, text=True,
                          check=True).stdout
     res = {}
@@ -140,30 +142,26 @@ def benchmark(port, keys, requests):
     return res
 
 
-def under_bgsave(port, keys, requests):
-    """redis-benchmark while BGSAVEs run back to back."""
-    stop_flag = threading.Event()
-    count = [0]
+def under_bgsave(port, keys, requests, bgsaves):
+    """redis-benchmark for SET, then for GET, each while exactly `bgsaves` BGSAVEs run back
+    to back from its start; how many of them had completed when each benchmark ended."""
+    res, done = {}, {}
+    for test in ("set", "get"):
+        finished = [0]
 
-    def saver():
-        while not stop_flag.is_set():
-            saves = int(info(port, "rdb_saves"))
-            try:
+        def saver():
+            for _ in range(bgsaves):
+                saves = int(info(port, "rdb_saves"))
                 cli(port, "BGSAVE")
-            except subprocess.CalledProcessError:
-                pass
-            wait_bgsave_done(port, saves)
-            count[0] += 1
+                wait_bgsave_done(port, saves)
+                finished[0] += 1
 
-    t = threading.Thread(target=saver)
-    t.start()
-    time.sleep(0.2)
-    try:
-        res = benchmark(port, keys, requests)
-    finally:
-        stop_flag.set()
+        t = threading.Thread(target=saver)
+        t.start()
+        res.update(benchmark(port, keys, requests, test))
+        done[test.upper()] = finished[0]
         t.join()
-    return res, count[0]
+    return res, done
 
 
 def run_one(name, binary, data, args):
@@ -183,8 +181,9 @@ def run_one(name, binary, data, args):
         r["fork_ms"] = int(re.search(r"latest_fork_usec:(\d+)", stats).group(1)) / 1000.0
         r["idle_rss_mib"] = pss_kb(p.pid) / 1024.0
         r["bench_idle"] = benchmark(port, args.strings, args.requests)
-        r["bench_bgsave"], r["bgsaves"] = under_bgsave(port, args.strings, args.requests)
-        # The benchmark's SETs added keys: save what is there now, load that.
+        r["bench_bgsave"], r["bgsaves"] = under_bgsave(port, args.strings, args.requests,
+                                                       args.bgsaves)
+        # Save what is there now (the benchmark's SETs changed values), load that.
         assert cli(port, "SAVE") == "OK"
         r["keys_saved"] = int(cli(port, "DBSIZE"))
         stop(p, port)
@@ -206,6 +205,8 @@ def main():
     ap.add_argument("--strings", type=int, default=1_000_000)
     ap.add_argument("--hashes", type=int, default=100_000)
     ap.add_argument("--requests", type=int, default=200_000)
+    ap.add_argument("--bgsaves", type=int, default=3,
+                    help="BGSAVEs run during each benchmark (same number for both servers)")
     ap.add_argument("--oxidis", default=os.path.join(ROOT, "target", "release", "oxidis-server"))
     ap.add_argument("--redis", default=shutil.which("redis-server"))
     args = ap.parse_args()
@@ -241,7 +242,9 @@ def main():
             print("%-44s %14.3f %14.3f %8.2f" % (label, a[1], b[1], a[1] / b[1] if b[1] else float("nan")))
             label = "%s rps %s" % (test, "during BGSAVE" if kind == "bench_bgsave" else "no BGSAVE")
             print("%-44s %14.0f %14.0f %8.2f" % (label, a[0], b[0], a[0] / b[0]))
-    print("BGSAVEs completed during the benchmark: oxidis %d, redis %d" % (o["bgsaves"], r["bgsaves"]))
+    print("BGSAVEs started per benchmark: %d; completed before it ended: oxidis SET %d GET %d, "
+          "redis SET %d GET %d" % (args.bgsaves, o["bgsaves"]["SET"], o["bgsaves"]["GET"],
+                                   r["bgsaves"]["SET"], r["bgsaves"]["GET"]))
 
 
 if __name__ == "__main__":

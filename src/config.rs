@@ -74,10 +74,16 @@ pub static ACTED: &[&str] = &[
     "always-show-logo",
     "maxmemory",
     "maxmemory-policy",
+    "maxmemory-clients",
     "maxmemory-samples",
     "maxmemory-eviction-tenacity",
     "lfu-log-factor",
     "lfu-decay-time",
+    "lazyfree-lazy-eviction",
+    "lazyfree-lazy-expire",
+    "lazyfree-lazy-server-del",
+    "lazyfree-lazy-user-del",
+    "lazyfree-lazy-user-flush",
     "pidfile",
     "logfile",
     "loglevel",
@@ -182,6 +188,9 @@ pub struct Config {
     /// `maxmemory` in bytes (0: no limit), read by the gate's OOM stage on
     /// every denyoom command, so never looked up by name there.
     pub maxmemory: u64,
+    /// `maxmemory-clients`: bytes, or a percentage of `maxmemory` stored
+    /// negative (as Redis); 0 is off (see `server::client_mem`).
+    pub maxmemory_clients: i64,
     /// `maxmemory-policy`, `maxmemory-samples`, `maxmemory-eviction-tenacity`
     /// and `lazyfree-lazy-eviction`, read by eviction (`server::evict`).
     pub maxmemory_policy: crate::server::evict::Policy,
@@ -236,6 +245,7 @@ impl Default for Config {
             zset_max_listpack_value: 64,
             hll_sparse_max_bytes: 3000,
             maxmemory: 0,
+            maxmemory_clients: 0,
             maxmemory_policy: Default::default(),
             maxmemory_samples: 5,
             maxmemory_eviction_tenacity: 10,
@@ -489,6 +499,12 @@ impl Config {
             "zset-max-listpack-value" => self.zset_max_listpack_value = int().max(0) as usize,
             "hll-sparse-max-bytes" => self.hll_sparse_max_bytes = int().max(0) as usize,
             "maxmemory" => self.maxmemory = int().max(0) as u64,
+            "maxmemory-clients" => {
+                self.maxmemory_clients = match v.strip_suffix('%') {
+                    Some(p) => -parse_int(p).unwrap_or(0),
+                    None => int().max(0),
+                }
+            }
             "maxmemory-policy" => self.maxmemory_policy = crate::server::evict::Policy::parse(&v),
             "maxmemory-samples" => self.maxmemory_samples = int().max(1) as usize,
             "maxmemory-eviction-tenacity" => {

@@ -54,6 +54,25 @@ impl Harness {
     }
 }
 
+/// A BGSAVE or BGREWRITEAOF child an input started is stopped with its
+/// harness (no server cron runs here to reap it: unreaped children piled up
+/// as zombies, 24,000 in 15 minutes, near `pid_max`). SIGKILL, and the owner
+/// told at once (it removes its temp file); the zombie and any other ended
+/// child are reaped without waiting, as waiting for each cost the target
+/// two thirds of its speed.
+impl Drop for Harness {
+    fn drop(&mut self) {
+        if let Some(running) = self.srv.persist.child.running.take() {
+            // SAFETY: signalling our own child.
+            unsafe { libc::kill(running.pid, libc::SIGKILL) };
+            let killed = crate::persist::child::Exit::Killed(libc::SIGKILL);
+            crate::persist::child_done(&mut self.srv, running, killed);
+        }
+        // SAFETY: reaping our own ended children; a null status is allowed.
+        while unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } > 0 {}
+    }
+}
+
 /// The thread-locals commands set on the one thread that owns the data,
 /// as at process start (each is per-server state kept outside `Server`).
 fn reset_thread_state() {

@@ -160,11 +160,18 @@ fn run_on_thread(
                         if let Some(f) = announce {
                             f();
                         }
-                        // The dataset loads before any client is served
-                        // (connections wait in the listen backlog).
-                        if let Err(e) = persist::load_at_startup(&mut srv.borrow_mut()) {
-                            let _ = tx.send(Err(std::io::Error::other(e)));
-                            return;
+                        // While the dataset loads, the loader accepts
+                        // connections and answers them itself (LOADING to
+                        // most commands; see persist::loading). A SHUTDOWN
+                        // sent meanwhile stops the load, and the listener
+                        // loop below then finishes the shutdown at once.
+                        script::busy::register_listeners(&srv, &tcp, unix.as_ref());
+                        let loaded = persist::load_at_startup(&mut srv.borrow_mut());
+                        if let Err(e) = loaded {
+                            if srv.borrow().shutdown.is_none() {
+                                let _ = tx.send(Err(std::io::Error::other(e)));
+                                return;
+                            }
                         }
                         let taps = srv.borrow().prop.hub();
                         let _ = tx.send(Ok((addrs, path, taps)));

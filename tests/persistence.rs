@@ -734,6 +734,9 @@ fn clients_get_loading_during_a_slow_aof_replay_as_redis() {
             );
             std::fs::write(incr, aof).unwrap();
             let mut busy = srv.conn();
+            // 3M calls in a debug build on a loaded machine outlast 20 s.
+            busy.set_read_timeout(Some(Duration::from_secs(300)))
+                .unwrap();
             let h = std::thread::spawn(move || run(&mut busy, &["DEBUG", "LOADAOF"]));
             let mut seen = String::new();
             while !h.is_finished() {
@@ -788,4 +791,162 @@ fn bgsave_child_reports_progress_and_cow_as_redis() {
     });
     assert_eq!(ours, redis);
     assert_eq!(ours[1], "true");
+}
+
+/// Connects to a server that may still be loading: waits only until it
+/// answers INFO (PING gets LOADING then).
+fn connect_loading(srv: &Srv) -> redis::Connection {
+    for _ in 0..1000 {
+        if let Ok(mut c) = redis::Client::open(srv.url()).and_then(|c| c.get_connection()) {
+            if redis::cmd("INFO").query::<String>(&mut c).is_ok() {
+                c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+                return c;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("server did not answer");
+}
+
+/// While the dataset loads at start-up (slowed by `key-load-delay`), the
+/// server accepts clients: commands without the `loading` flag get
+/// `-LOADING`, INFO reports `loading:1` and the progress fields, clients
+/// that leave are freed, and a SHUTDOWN stops it without saving (the dump
+/// it was loading is intact afterwards), as in Redis.
+#[test]
+fn clients_are_served_during_a_slow_startup_load_as_redis() {
+    let steps = |bin: &Path| {
+        let dir = temp_dir("startup-load");
+        let base = ["--enable-debug-command", "yes", "--rdbcompression", "no"];
+        let mut s = start(bin, &dir, &[&base[..], &["--save", ""]].concat());
+        let mut c = s.conn();
+        run(&mut c, &["DEBUG", "POPULATE", "2000", "key", "1000"]);
+        run(&mut c, &["SAVE"]);
+        run(&mut c, &["SHUTDOWN", "NOSAVE"]);
+        s.wait_exit();
+        let size = std::fs::metadata(dir.join("dump.rdb")).unwrap().len();
+        // 100 ms a key: the load outlasts these steps by minutes.
+        let slow = [
+            "--key-load-delay",
+            "100000",
+            "--loading-process-events-interval-bytes",
+            "1024",
+            "--save",
+            "3600 1",
+        ];
+        let port = free_port();
+        let name = bin.file_name().unwrap().to_string_lossy().to_string();
+        let child = Command::new(bin)
+            .args(["--port", &port.to_string(), "--dir", dir.to_str().unwrap()])
+            .args([
+                "--logfile",
+                dir.join(format!("{name}.log")).to_str().unwrap(),
+            ])
+            .args(base)
+            .args(slow)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut s = Srv { child, port };
+        let mut c = connect_loading(&s);
+        let mut out = vec![
+            run(&mut c, &["PING"]),
+            run(&mut c, &["GET", "key:1"]),
+            run(&mut c, &["DBSIZE"]),
+            run(&mut c, &["SELECT", "1"]),
+            run(&mut c, &["DEBUG", "LOG", "hello"]),
+            run(&mut c, &["CONFIG", "GET", "key-load-delay"]),
+        ];
+        let info: String = redis::cmd("INFO").arg("persistence").query(&mut c).unwrap();
+        out.push(field_of(&info, "loading"));
+        let names: Vec<&str> = info
+            .lines()
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, _)| k)
+            .filter(|k| k.starts_with("loading"))
+            .collect();
+        out.push(names.join(","));
+        out.push((field_of(&info, "loading_total_bytes") == size.to_string()).to_string());
+        let used_mem: u64 = field_of(&info, "loading_rdb_used_mem").parse().unwrap();
+        out.push((used_mem > 0).to_string());
+        let loaded: u64 = field_of(&info, "loading_loaded_bytes").parse().unwrap();
+        out.push((loaded > 0 && loaded < size).to_string());
+        // Clients that come and go during the load are freed.
+        let others: Vec<_> = (0..4).map(|_| connect_loading(&s)).collect();
+        out.push((info_clients(&mut c) >= 5).to_string());
+        drop(others);
+        let mut freed = false;
+        for _ in 0..500 {
+            if info_clients(&mut c) == 1 {
+                freed = true;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        out.push(freed.to_string());
+        out.push(field_of(
+            &redis::cmd("INFO")
+                .arg("persistence")
+                .query::<String>(&mut c)
+                .unwrap(),
+            "loading",
+        ));
+        // With a save point set, SHUTDOWN would save: not while loading.
+        let _ = run(&mut c, &["SHUTDOWN"]);
+        out.push(format!("{:?}", s.wait_exit()));
+        let s = start(bin, &dir, &[&base[..], &["--save", ""]].concat());
+        out.push(dbsize(&mut s.conn()).to_string());
+        out
+    };
+    let ours = steps(&oxidis());
+    let redis = steps(&real_redis::binary());
+    assert_eq!(ours, redis);
+    assert_eq!(ours[0], "-LOADING Redis is loading the dataset in memory");
+    assert_eq!(ours.last().unwrap(), "2000");
+}
+
+fn info_clients(c: &mut redis::Connection) -> i64 {
+    let info: String = redis::cmd("INFO").arg("clients").query(c).unwrap();
+    field_of(&info, "connected_clients").parse().unwrap()
+}
+
+/// While a BGSAVE child runs, reads leave the LFU counter alone (Redis's
+/// `lookupKey` skips the access update with a child active, so reads do
+/// not copy pages on write); after it ends they count again.
+#[test]
+fn reads_during_bgsave_do_not_touch_the_access_counters_as_redis() {
+    let (ours, redis) = both(
+        &[
+            "--maxmemory-policy",
+            "allkeys-lfu",
+            "--rdb-key-save-delay",
+            "1000000",
+        ],
+        |c, _| {
+            run(c, &["SET", "k", "v"]);
+            let mut out = vec![run(c, &["OBJECT", "FREQ", "k"])];
+            out.push(run(c, &["BGSAVE"]));
+            for _ in 0..3 {
+                run(c, &["GET", "k"]);
+            }
+            out.push(run(c, &["OBJECT", "FREQ", "k"]));
+            out.push(info_field(c, "rdb_bgsave_in_progress"));
+            // A FLUSHALL stops the child; once it is reaped, reads count again.
+            run(c, &["FLUSHALL"]);
+            for _ in 0..500 {
+                if info_field(c, "rdb_bgsave_in_progress") == "0" {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            run(c, &["SET", "k", "v"]);
+            run(c, &["GET", "k"]);
+            out.push(run(c, &["OBJECT", "FREQ", "k"]));
+            out
+        },
+    );
+    assert_eq!(ours, redis);
+    assert_eq!(ours[1..4], ["Background saving started", "5", "1"]);
+    assert_ne!(ours[4], "5");
 }

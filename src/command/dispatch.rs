@@ -24,6 +24,12 @@ pub fn dispatch(srv: &mut Server, client: &mut Client, args: &Args) {
     if srv.config.maxmemory != 0 {
         crate::server::evict::before_command(srv, client);
     }
+    // maxmemory-clients: clients over the limit are closed before a command
+    // runs (Redis's processCommand), this one counted with its arguments;
+    // if it is one of them, its command never runs.
+    if srv.client_mem.limit != 0 && crate::server::client_mem::before_command(srv, client, args) {
+        return;
+    }
     let verdict = gate::check(srv, client, args, Caller::Client);
     if let Verdict::Postpone = verdict {
         client.postponed = true;
@@ -54,6 +60,13 @@ pub fn dispatch(srv: &mut Server, client: &mut Client, args: &Args) {
         end_reply_mode(client, mode_before, start_len);
     }
     crate::server::tracking::after_dispatch(client, args);
+    // client-output-buffer-limit on the client's own replies, looked at
+    // once they pass the 16 KiB Redis keeps in its fixed reply buffer (a
+    // client over it is closed, and its memory no longer counts below).
+    if client.reply.buf.len() > crate::net::conn::KEEP_OUTPUT {
+        crate::server::pubsub::check_output_limit(srv, client);
+    }
+    crate::server::client_mem::update_if_limited(srv, client);
 }
 
 /// After a command run with replies off or skipped: drops its reply unless
@@ -76,10 +89,12 @@ fn end_reply_mode(client: &mut Client, mode_before: ReplyMode, start_len: usize)
 /// Queues a command inside MULTI and answers `+QUEUED`.
 pub fn queue(client: &mut Client, cmd: CmdRef, args: &Args) {
     if let Some(m) = client.multi.as_mut() {
+        let argv = args.to_owned();
+        m.argv_mem += argv.mem();
         m.queue.push(Queued {
             spec: cmd.spec,
             id: cmd.id,
-            argv: args.to_owned(),
+            argv,
         });
     }
     client.reply.raw(b"+QUEUED\r\n");

@@ -301,7 +301,26 @@ impl<V> Dict<V> {
         self.insert_key(key, val)
     }
 
+    /// Makes room for `n` entries, so that many inserts resize nothing on
+    /// the way (Redis's `dictExpand` for an RDB's RESIZEDB); a guarded
+    /// table only as far as `maxmemory` allows.
+    pub fn reserve(&mut self, n: usize) {
+        let size = n.checked_next_power_of_two().unwrap_or(0).max(MIN_SIZE);
+        if size <= self.buckets.len() {
+            return;
+        }
+        if !self.guarded || growth_allowed(size * std::mem::size_of::<Link<V>>(), 0.0) {
+            self.resize(size);
+        }
+    }
+
     fn insert_key(&mut self, key: &[u8], val: V) -> &mut V {
+        let hash = self.hash(key);
+        self.insert_hashed(key, val, hash)
+    }
+
+    /// Inserts a key known to be absent whose hash is `hash`.
+    fn insert_hashed(&mut self, key: &[u8], val: V, hash: u64) -> &mut V {
         if self.len >= self.buckets.len() {
             let size = (self.buckets.len() * 2).max(MIN_SIZE);
             let allowed = !self.guarded
@@ -314,7 +333,7 @@ impl<V> Dict<V> {
                 self.resize(size);
             }
         }
-        let i = self.index(key);
+        let i = (hash as usize) & (self.buckets.len() - 1);
         let next = self.buckets[i].take();
         self.len += 1;
         &mut self.buckets[i].insert(EntryBox::new(key, val, next)).val
@@ -325,8 +344,9 @@ impl<V> Dict<V> {
     /// with a shared borrow, then reached again by counting links.
     #[inline]
     pub fn get_or_insert_with(&mut self, key: &[u8], make: impl FnOnce() -> V) -> (&mut V, bool) {
+        let hash = self.hash(key);
         if self.len != 0 {
-            let i = self.index(key);
+            let i = (hash as usize) & (self.buckets.len() - 1);
             let mut depth = 0;
             let mut cur = self.buckets[i].as_ref();
             let found = loop {
@@ -350,7 +370,7 @@ impl<V> Dict<V> {
                 }
             }
         }
-        (self.insert_key(key, make()), true)
+        (self.insert_hashed(key, make(), hash), true)
     }
 
     pub fn remove(&mut self, key: &[u8]) -> Option<V> {
@@ -629,6 +649,23 @@ impl<'a, V> Iterator for Iter<'a, V> {
 mod tests {
     use super::*;
     use std::collections::HashSet;
+
+    #[test]
+    fn reserve_sizes_the_table_once_for_that_many_inserts() {
+        let mut d: Dict<usize> = Dict::new();
+        d.reserve(1000);
+        assert_eq!(d.slots(), 1024);
+        for i in 0..1000 {
+            d.get_or_insert_with(format!("k{i}").as_bytes(), || i);
+        }
+        assert_eq!(d.slots(), 1024);
+        assert!((0..1000).all(|i| d.get(format!("k{i}").as_bytes()) == Some(&i)));
+        // Never smaller, and a count no size holds is ignored.
+        d.reserve(10);
+        d.reserve(usize::MAX);
+        assert_eq!(d.slots(), 1024);
+        assert_eq!(d.len(), 1000);
+    }
 
     #[test]
     fn short_and_long_keys_round_trip() {

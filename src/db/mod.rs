@@ -2,6 +2,7 @@
 
 pub mod dict;
 pub mod evict_sample;
+pub mod lazyfree;
 mod typed;
 pub mod value;
 
@@ -10,6 +11,7 @@ use std::collections::{HashMap, VecDeque};
 use crate::clock;
 use crate::server::notify;
 use dict::Dict;
+pub use lazyfree::Why;
 pub use typed::Typed;
 pub use value::{Kind, Value};
 
@@ -71,6 +73,18 @@ thread_local! {
 /// the dispatcher calls this with the client's `no_touch` flag.
 pub fn set_no_touch(on: bool) {
     NO_TOUCH.with(|c| c.set(on));
+}
+
+thread_local! {
+    /// Set while a forked child (BGSAVE, AOF rewrite) runs: lookups leave
+    /// the access metadata alone, as Redis's `lookupKey` does, since writing
+    /// it would copy every page a read touches (copy-on-write).
+    static FORKED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// A child was forked (true) or has ended (false); see `FORKED`.
+pub fn set_forked(on: bool) {
+    FORKED.with(|c| c.set(on));
 }
 
 thread_local! {
@@ -148,7 +162,7 @@ impl Entry {
 
     /// Records an access (Redis's `lookupKey` LRU/LFU update).
     fn access(&mut self, rand: &mut u64) {
-        if NO_TOUCH.with(|c| c.get()) {
+        if NO_TOUCH.with(|c| c.get()) || FORKED.with(|c| c.get()) {
             return;
         }
         self.lru = now_secs();
@@ -260,7 +274,8 @@ impl Db {
     /// Removes an expired key and records it for the `expired` event.
     pub fn delete_expired(&mut self, key: &[u8]) {
         self.expires.remove(key);
-        if let Some((k, _)) = self.keys.remove_entry(key) {
+        if let Some((k, e)) = self.keys.remove_entry(key) {
+            lazyfree::free(e.val, Why::Expire);
             self.touch_stale(&k);
             self.expired_count += 1;
             if LOG_EXPIRED.with(|c| c.get()) {
@@ -389,6 +404,13 @@ impl Db {
 
     /// Adds a key read from an RDB image with its metadata and expiry;
     /// false (nothing changes) when the key is already there.
+    /// Room for `keys` keys and `expires` TTLs, so loading that many
+    /// resizes nothing (an RDB's RESIZEDB).
+    pub fn reserve(&mut self, keys: usize, expires: usize) {
+        self.keys.reserve(keys);
+        self.expires.reserve(expires);
+    }
+
     pub fn add_loaded(&mut self, key: &[u8], entry: Entry, expire_at: Option<i64>) -> bool {
         let (_, added) = self.keys.get_or_insert_with(key, || entry);
         if added {
@@ -430,8 +452,9 @@ impl Db {
             // Overwriting keeps the LFU counter and restarts idle time, as
             // Redis's `dbOverwrite` does with a new object.
             Some(slot) => {
-                slot.val = val;
+                let old = std::mem::replace(&mut slot.val, val);
                 slot.lru = now_secs();
+                lazyfree::free(old, Why::ServerDel);
             }
             None => self.add_new(key, val),
         }
@@ -454,16 +477,21 @@ impl Db {
         );
     }
 
-    /// Deletes a key; returns its value. Records nothing: a command deletes
-    /// through `Ctx::delete_key` (WATCH, dirty, tracking, the `del` event);
-    /// RENAME and COPY ... REPLACE call this to clear the key they overwrite.
-    pub fn remove(&mut self, key: &[u8]) -> Option<Value> {
+    /// Deletes a key, letting go of its value as `why` says (now or on the
+    /// freeing thread, see [`lazyfree`]); true when a live key was there.
+    /// Records nothing: a command deletes through `Ctx::delete_key` (WATCH,
+    /// dirty, tracking, the `del` event); RENAME and COPY ... REPLACE call
+    /// this to clear the key they overwrite.
+    pub fn delete(&mut self, key: &[u8], why: Why) -> bool {
         self.expire_if_needed(key);
-        let e = self.keys.remove(key)?;
+        let Some(e) = self.keys.remove(key) else {
+            return false;
+        };
         if !self.expires.is_empty() {
             self.expires.remove(key);
         }
-        Some(e.val)
+        lazyfree::free(e.val, why);
+        true
     }
 
     /// The key's expiry in unix milliseconds, if it has one.
@@ -525,12 +553,20 @@ impl Db {
         }
     }
 
-    /// Removes every key; returns how many there were.
-    pub fn clear(&mut self) -> usize {
+    /// Removes every key; returns how many there were. With `lazy` the
+    /// old tables are freed on the freeing thread (FLUSHALL ASYNC), and
+    /// this returns at once whatever their size.
+    pub fn clear(&mut self, lazy: bool) -> usize {
         self.touch_all_existing();
         let n = self.keys.len();
-        self.keys.clear();
-        self.expires.clear();
+        if lazy && n > 0 {
+            let keys = std::mem::replace(&mut self.keys, Dict::guarded());
+            let expires = std::mem::replace(&mut self.expires, Dict::guarded());
+            lazyfree::free_tables(keys, expires);
+        } else {
+            self.keys.clear();
+            self.expires.clear();
+        }
         n
     }
 
@@ -776,7 +812,7 @@ mod tests {
             } else {
                 for _ in 0..(rng % 80) {
                     if let Some(k) = live_tmp.pop() {
-                        db.remove(k.as_bytes());
+                        db.delete(k.as_bytes(), Why::ServerDel);
                     }
                 }
             }

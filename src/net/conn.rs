@@ -22,9 +22,6 @@ const READ_CHUNK: usize = 16 * 1024;
 /// arrives in one read instead of two rounds of processing. Requests are run
 /// from it where they lie; only what is left over is copied.
 const SCRATCH_LEN: usize = 64 * 1024;
-/// The most a read into a connection's own buffer asks room for (a big
-/// argument on its way), and the largest such buffer kept once empty.
-const KEEP_CAPACITY: usize = 1024 * 1024;
 /// Output buffers above this size are released once written (Redis's
 /// per-client reply buffer is 16 KiB).
 pub const KEEP_OUTPUT: usize = 16 * 1024;
@@ -103,6 +100,50 @@ impl Input {
         self.fresh = 0;
     }
 
+    /// One turn of the connection: runs what is pending (unless the client
+    /// was killed), then what Redis does before it sleeps: tracking's
+    /// invalidations, the query buffer's figures, and client eviction.
+    fn turn(&mut self, s: &mut Server, c: &mut Client, killed: bool) {
+        c.unblocked = false;
+        c.postponed = false;
+        if !c.pending_input.is_empty() {
+            // Input the busy-script poller read off the socket (see
+            // script::busy): it came before anything read since.
+            self.buf.extend_from_slice(&c.pending_input);
+            self.keep_fresh();
+            c.pending_input = Default::default();
+        }
+        if !killed {
+            self.run(s, c);
+            s.activity.notify_one();
+        }
+        self.fresh = 0;
+        // An empty buffer is dropped even at capacity 0: a buffer sized
+        // exactly for a big argument ends at capacity 0 once the argument
+        // is split off, yet still holds a share of that argument's block
+        // (BytesMut splits share one allocation), which kept 40 MB alive
+        // after `SET big <32 MB>` + `DEL big` until the client left.
+        if self.buf.is_empty() {
+            self.buf = BytesMut::new();
+        }
+        #[cfg(test)]
+        if c.name.as_deref() == Some(crate::server::fault::PANIC_TASK_NAME) {
+            panic!("injected task fault (test build)");
+        }
+        crate::server::tracking::before_sleep(s, c);
+        // What is not yet parsed into arguments (Redis moves those out of
+        // its query buffer), and what the buffer holds.
+        let parsed = self.decoder.as_ref().map_or(0, |d| d.parsed_len());
+        c.qbuf = self.buf.len().saturating_sub(parsed);
+        c.qbuf_cap = self.buf.capacity();
+        // maxmemory-clients, as Redis after a read and before it sleeps:
+        // this client counted, clients over the limit closed.
+        if s.client_mem.limit != 0 {
+            crate::server::client_mem::update_if_limited(s, c);
+            crate::server::client_mem::evict(s, c);
+        }
+    }
+
     /// Moves the bytes just read to `buf` (behind what it holds).
     fn keep_fresh(&mut self) {
         if self.fresh > 0 {
@@ -140,29 +181,7 @@ pub fn serve<S: Socket>(
             let (close, deadline_ms, idle_secs, blocked) = {
                 let mut s = srv.borrow_mut();
                 let mut c = cell.state.borrow_mut();
-                c.unblocked = false;
-                c.postponed = false;
-                if !c.pending_input.is_empty() {
-                    // Input the busy-script poller read off the socket (see
-                    // script::busy): it came before anything read since.
-                    input.buf.extend_from_slice(&c.pending_input);
-                    input.keep_fresh();
-                    c.pending_input = Default::default();
-                }
-                if !cell.kill.get() {
-                    input.run(&mut s, &mut c);
-                    s.activity.notify_one();
-                }
-                input.fresh = 0;
-                if input.buf.is_empty() && input.buf.capacity() > 0 {
-                    input.buf = BytesMut::new();
-                }
-                #[cfg(test)]
-                if c.name.as_deref() == Some(crate::server::fault::PANIC_TASK_NAME) {
-                    panic!("injected task fault (test build)");
-                }
-                crate::server::tracking::before_sleep(&mut s, &mut c);
-                c.qbuf = input.buf.len();
+                input.turn(&mut s, &mut c, cell.kill.get());
                 let idle = if c.blocked.is_none()
                     && c.subscription_count() == 0
                     && c.shard_channels.is_empty()
@@ -181,6 +200,11 @@ pub fn serve<S: Socket>(
                     c.blocked.is_some() || c.postponed,
                 )
             };
+            if cell.kill.get() {
+                // Killed (CLIENT KILL, output limit, client eviction): closed
+                // at once, its pending output dropped, as Redis frees it.
+                break;
+            }
             let pending = cell.state.borrow().reply.buf.len();
             if pending > 0 && pending < BURST_MAX {
                 // Let every other connection that is ready run its requests
@@ -193,7 +217,7 @@ pub fn serve<S: Socket>(
                 // leaves the cache before it is copied out (P16 ZRANGE 0 99 lost 10%).
                 tokio::task::yield_now().await;
             }
-            if flush(srv, cell, &mut stream).await.is_err() {
+            if flush(srv, cell, &mut stream, &mut input).await.is_err() {
                 break;
             }
             if close {
@@ -216,11 +240,7 @@ pub fn serve<S: Socket>(
                     match r {
                         Ok(0) => break,
                         Ok(n) => {
-                            let mut s = srv.borrow_mut();
-                            let mut c = cell.state.borrow_mut();
-                            s.stats.net_input_bytes += n as u64;
-                            c.net_in += n as u64;
-                            if over_query_limit(&s, &mut c, &input) {
+                            if !took_input(srv, cell, &input, n) {
                                 break;
                             }
                         }
@@ -267,10 +287,24 @@ fn poll_read<S: Socket>(
     // A big argument, or a request still arriving (bytes already pending):
     // read straight into the connection's buffer (no copy), up to the
     // scratch's size, so the query-buffer check after the read never sees
-    // more unparsed bytes than one argument or one read can bring.
+    // more unparsed bytes than one argument or one read can bring. A big
+    // argument gets its whole room at once, as Redis sizes its query
+    // buffer to the announced length (so the client's memory shows it, for
+    // `maxmemory-clients`, from its header on; the length is within
+    // `proto-max-bulk-len`, and far smaller before AUTH).
     if want > READ_CHUNK || !input.buf.is_empty() {
         let room = if want > READ_CHUNK { want } else { SCRATCH_LEN };
-        input.buf.reserve(room.min(KEEP_CAPACITY));
+        let spare = input.buf.capacity() - input.buf.len();
+        if want > READ_CHUNK && spare < want {
+            // Exactly what the argument needs (`reserve` may double).
+            let mut exact = BytesMut::with_capacity(input.buf.len() + want);
+            exact.extend_from_slice(&input.buf);
+            input.buf = exact;
+        } else if spare < want.max(1) {
+            // (With room for what is awaited, none is added: the end of a
+            // big argument fits where it was sized for.)
+            input.buf.reserve(room);
+        }
         let len = input.buf.len();
         let spare = input.buf.spare_capacity_mut();
         let lim = spare.len().min(room);
@@ -294,6 +328,22 @@ fn poll_read<S: Socket>(
     SCRATCH.with(|c| c.set(scratch));
     input.fresh = n;
     r.map_ok(|()| n)
+}
+
+/// Counts `n` bytes just read and checks the query buffer limit; false when
+/// the client must close.
+fn took_input(srv: &Rc<RefCell<Server>>, cell: &ClientCell, input: &Input, n: usize) -> bool {
+    let mut s = srv.borrow_mut();
+    let mut c = cell.state.borrow_mut();
+    s.stats.net_input_bytes += n as u64;
+    c.net_in += n as u64;
+    !over_query_limit(&s, &mut c, input)
+}
+
+/// What a wait in [`flush`] ended with.
+enum Io {
+    Wrote(std::io::Result<usize>),
+    Read(std::io::Result<usize>),
 }
 
 /// Redis's `client-query-buffer-limit` check after a read: input not yet
@@ -323,13 +373,18 @@ fn over_query_limit(s: &Server, c: &mut Client, input: &Input) -> bool {
 }
 
 /// Writes whatever the client has queued, including output other clients
-/// added while an earlier write was in flight. (Not an `async fn`, which
-/// would keep its arguments twice in the connection task's state.)
+/// added while an earlier write was in flight. While a write waits (the
+/// client does not read its replies), its requests are still read and run,
+/// as Redis does: the output grows, under the output buffer limits and
+/// `maxmemory-clients`, instead of the two sides waiting on each other.
+/// (Not an `async fn`, which would keep its arguments twice in the
+/// connection task's state.)
 #[allow(clippy::manual_async_fn)]
-fn flush<'a, S: AsyncWrite + Unpin>(
+fn flush<'a, S: Socket>(
     srv: &'a Rc<RefCell<Server>>,
     cell: &'a Rc<ClientCell>,
     stream: &'a mut S,
+    input: &'a mut Input,
 ) -> impl std::future::Future<Output = std::io::Result<()>> + 'a {
     async move {
         // What is being written; the client's buffer takes new output meanwhile.
@@ -344,6 +399,7 @@ fn flush<'a, S: AsyncWrite + Unpin>(
                     false
                 } else {
                     std::mem::swap(&mut c.reply.buf, outbuf);
+                    c.out_inflight = outbuf.capacity();
                     true
                 }
             };
@@ -359,14 +415,41 @@ fn flush<'a, S: AsyncWrite + Unpin>(
             // limit): `write` is cancel-safe, so a wake-up loses no progress.
             let mut written = 0;
             let mut rearm = false;
+            let mut reading = !cell.state.borrow().close_after_reply;
             while written < outbuf.len() {
                 tokio::select! {
                     // The write first: when it completes at once (the common
-                    // case) the wake-up future is never registered.
+                    // case) neither the read nor the wake-up is registered.
                     biased;
-                    r = stream.write(&outbuf[written..]) => match r? {
-                        0 => return Err(std::io::ErrorKind::WriteZero.into()),
-                        n => written += n,
+                    io = std::future::poll_fn(|cx| {
+                        let w = Pin::new(&mut *stream).poll_write(cx, &outbuf[written..]);
+                        if let Poll::Ready(r) = w {
+                            return Poll::Ready(Io::Wrote(r));
+                        }
+                        if reading {
+                            if let Poll::Ready(r) = poll_read(cx, stream, input) {
+                                return Poll::Ready(Io::Read(r));
+                            }
+                        }
+                        Poll::Pending
+                    }) => match io {
+                        Io::Wrote(r) => match r? {
+                            0 => return Err(std::io::ErrorKind::WriteZero.into()),
+                            n => written += n,
+                        },
+                        Io::Read(r) => {
+                            let n = r?;
+                            if n == 0 || !took_input(srv, cell, input, n) {
+                                return Err(std::io::ErrorKind::UnexpectedEof.into());
+                            }
+                            let mut s = srv.borrow_mut();
+                            let mut c = cell.state.borrow_mut();
+                            input.turn(&mut s, &mut c, cell.kill.get());
+                            if cell.kill.get() {
+                                return Err(std::io::Error::other("client killed"));
+                            }
+                            reading = !c.close_after_reply;
+                        }
                     },
                     _ = cell.wake.notified() => {
                         if cell.kill.get() {
@@ -381,15 +464,18 @@ fn flush<'a, S: AsyncWrite + Unpin>(
                 cell.wake.notify_one();
             }
             let n = outbuf.len() as u64;
-            srv.borrow_mut().stats.net_output_bytes += n;
+            let mut s = srv.borrow_mut();
+            s.stats.net_output_bytes += n;
             outbuf.clear();
             let mut c = cell.state.borrow_mut();
             c.net_out += n;
+            c.out_inflight = 0;
             // One buffer per connection: the written one goes back to the
             // client unless more output arrived during the write.
             if c.reply.buf.is_empty() {
                 std::mem::swap(&mut c.reply.buf, outbuf);
             }
+            crate::server::client_mem::update_if_limited(&mut s, &mut c);
         }
     }
 }

@@ -209,6 +209,7 @@ pub fn remove_client(srv: &mut Server, c: &mut Client) {
     crate::cmd::pubsub::unsubscribe_all(srv, c);
     crate::server::tracking::disable(srv, c);
     srv.monitors.retain(|&id| id != c.id);
+    crate::server::client_mem::forget(srv, c);
     srv.clients.remove(&c.id);
 }
 
@@ -230,6 +231,11 @@ pub async fn run(
     }
     srv.borrow_mut().self_ref = Some(Rc::downgrade(&srv));
     crate::server::evict::apply_config(&srv.borrow());
+    {
+        let mut s = srv.borrow_mut();
+        s.client_mem.limit =
+            crate::server::client_mem::limit_of(s.config.maxmemory_clients, s.config.maxmemory);
+    }
     if let Some(l) = unix {
         let srv = srv.clone();
         let path = srv.borrow().config.unixsocket.clone().unwrap_or_default();

@@ -155,6 +155,7 @@ where
         started: start,
         started_unix: crate::clock::real_now_us() / 1_000_000,
     });
+    crate::db::set_forked(true);
     let ms = c.last_fork_usec / 1000;
     crate::cmd::server::latency::monitor_sample(srv, "fork", ms);
     Ok(pid)
@@ -242,9 +243,11 @@ fn reap(srv: &mut Server) -> Option<(Running, Exit)> {
             running.pid
         ));
         srv.persist.child.running = None;
+        crate::db::set_forked(false);
         return Some((running, Exit::Err(-1)));
     }
     srv.persist.child.running = None;
+    crate::db::set_forked(false);
     srv.persist
         .child
         .info
@@ -283,6 +286,7 @@ pub fn kill(srv: &mut Server) -> Option<Kind> {
         status
     };
     srv.persist.child.running = None;
+    crate::db::set_forked(false);
     srv.persist
         .child
         .info

@@ -12,10 +12,8 @@ macro_rules! field {
     }};
 }
 
-/// The `# Persistence` section. The dataset loads before clients are
-/// served, so `loading` reads 1 only while a script replayed from the AOF
-/// runs past its time limit; the `loading_*` progress fields Redis adds
-/// while loading are not reported.
+/// The `# Persistence` section; while the dataset loads, `loading:1` and
+/// the `loading_*` progress lines at the end, as Redis.
 pub fn persistence(srv: &Server, out: &mut String) {
     let now = crate::clock::real_now_us() / 1_000_000;
     let child = &srv.persist.child;
@@ -57,4 +55,5 @@ pub fn persistence(srv: &Server, out: &mut String) {
     field!(out, "rdb_last_load_keys_loaded:{}", snap.last_load_keys);
     // aof_* and module_fork_*, then the fields Redis adds with the AOF on.
     super::aof::info(srv, out);
+    super::loading::info(srv, out);
 }

@@ -15,6 +15,7 @@ pub mod aof;
 pub mod child;
 pub mod child_info;
 pub mod info;
+pub mod loading;
 pub mod rdb;
 pub mod snapshot;
 
@@ -37,6 +38,8 @@ pub struct Persist {
     /// `DEBUG SET-SKIP-CHECKSUM-VALIDATION 1`: RESTORE payloads and RDB
     /// files are taken without checking their CRC64.
     pub skip_checksum: bool,
+    /// The load in progress (start-up, DEBUG RELOAD, DEBUG LOADAOF).
+    pub loading: Option<loading::Loading>,
 }
 
 /// Redis's `debugDelay`, once per key saved (`rdb-key-save-delay`) or
@@ -109,7 +112,13 @@ pub fn load_at_startup(srv: &mut Server) -> Result<(), String> {
     if aof::load_at_startup(srv).map_err(|_| "the append only file could not be loaded")? {
         return Ok(());
     }
-    snapshot::load(srv).inspect_err(|text| log::warning(text))
+    let loaded = snapshot::load(srv);
+    match &loaded {
+        // A SHUTDOWN stopped the load: no failure to report.
+        Err(text) if srv.shutdown.is_none() => log::warning(text),
+        _ => {}
+    }
+    loaded
 }
 
 /// Writes are refused because persisting failed (Redis's

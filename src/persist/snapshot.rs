@@ -304,8 +304,11 @@ pub fn load(srv: &mut Server) -> Result<(), String> {
         }
     };
     let start = Instant::now();
-    let info = super::rdb::load_dataset(srv, &data)
-        .map_err(|_| "Terminating server after rdb file reading failure.".to_string())?;
+    super::loading::start(srv, data.len() as u64);
+    let loaded = super::rdb::load_dataset(srv, &data);
+    super::loading::stop(srv);
+    let info =
+        loaded.map_err(|_| "Terminating server after rdb file reading failure.".to_string())?;
     srv.persist.snapshot.last_load_keys = info.keys;
     srv.persist.snapshot.last_load_expired = info.expired_skipped;
     log::notice(&format!(

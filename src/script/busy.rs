@@ -3,7 +3,8 @@
 //! data thread is stuck inside Lua, so their tasks cannot run), answers
 //! `BUSY` to their commands, and runs the few commands allowed while busy
 //! (SCRIPT KILL, FUNCTION KILL, SHUTDOWN NOSAVE, MULTI, ...), like Redis's
-//! `processEventsWhileBlocked`.
+//! `processEventsWhileBlocked`. The dataset loaders use the same poller
+//! (`persist::loading`), where the gate answers `LOADING` instead.
 //!
 //! Input read here that does not form a complete command is handed back to
 //! the connection task through `Client::pending_input`; replies are written
@@ -88,7 +89,10 @@ unsafe extern "C-unwind" fn hook(l: State, _ar: *mut ffi::lua_Debug) {
     if now - (*run).last_poll_us >= POLL_EVERY_US {
         (*run).last_poll_us = now;
         let (srv, caller, is_function) = ((*run).srv, (*run).caller_id, (*run).is_function);
-        if super::no_unwind(l, || poll(&mut *srv, caller, is_function)).is_none() {
+        let as_caller = Caller::WhileBusy {
+            function: is_function,
+        };
+        if super::no_unwind(l, || poll(&mut *srv, Some(caller), as_caller)).is_none() {
             return;
         }
     }
@@ -156,14 +160,16 @@ fn accept_new(srv: &mut Server) {
     }
 }
 
-/// Reads and answers every other client once.
-fn poll(srv: &mut Server, caller: crate::db::ClientId, is_function: bool) {
+/// Reads and answers every client but `skip` once, their commands checked
+/// by the gate as coming from `caller` (Redis's `processEventsWhileBlocked`).
+/// A client whose socket reached its end is freed.
+pub fn poll(srv: &mut Server, skip: Option<crate::db::ClientId>, caller: Caller) {
     accept_new(srv);
     let ids: Vec<_> = srv
         .clients
         .keys()
         .copied()
-        .filter(|&id| id != caller)
+        .filter(|&id| Some(id) != skip)
         .collect();
     for id in ids {
         let Some(cell) = srv.clients.get(&id).cloned() else {
@@ -184,19 +190,36 @@ fn poll(srv: &mut Server, caller: crate::db::ClientId, is_function: bool) {
         let mut sock = ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(fd) });
         let before = c.pending_input.len();
         let mut buf = [0u8; 16 * 1024];
+        let mut closed = false;
         while c.pending_input.len() < MAX_READ {
             match sock.read(&mut buf) {
-                Ok(0) | Err(_) => break,
+                Ok(0) => {
+                    closed = true;
+                    break;
+                }
+                Err(e) if e.kind() != std::io::ErrorKind::WouldBlock => {
+                    closed = e.kind() != std::io::ErrorKind::Interrupted;
+                    break;
+                }
+                Err(_) => break,
                 Ok(n) => c.pending_input.extend_from_slice(&buf[..n]),
             }
         }
         let got = c.pending_input.len() - before;
+        if closed {
+            // Gone (Redis frees it at once): its task ends when it next runs.
+            cell.kill.set(true);
+            crate::net::listener::remove_client(srv, &mut c);
+            drop(c);
+            srv.wake(id);
+            continue;
+        }
         if got == 0 && c.reply.buf.is_empty() {
             continue;
         }
         srv.stats.net_input_bytes += got as u64;
         c.net_in += got as u64;
-        answer(srv, &mut c, is_function);
+        answer(srv, &mut c, caller);
         while !c.reply.buf.is_empty() {
             match sock.write(&c.reply.buf) {
                 Ok(0) | Err(_) => break,
@@ -212,8 +235,8 @@ fn poll(srv: &mut Server, caller: crate::db::ClientId, is_function: bool) {
     }
 }
 
-/// Runs the complete commands in `c.pending_input` as Redis does while busy.
-fn answer(srv: &mut Server, c: &mut Client, is_function: bool) {
+/// Runs the complete commands in `c.pending_input` as Redis does while blocked.
+fn answer(srv: &mut Server, c: &mut Client, caller: Caller) {
     let mut decoder = Decoder::default();
     let mut input = c.pending_input.take();
     let mut used = 0;
@@ -225,7 +248,7 @@ fn answer(srv: &mut Server, c: &mut Client, is_function: bool) {
         match decoder.parse(&input[used..], limits) {
             Parsed::Command { consumed } => {
                 let (buf, ranges) = decoder.request(&input[used..used + consumed]);
-                if !ranges.is_empty() && !run_one(srv, c, &Args::new(buf, ranges), is_function) {
+                if !ranges.is_empty() && !run_one(srv, c, &Args::new(buf, ranges), caller) {
                     break;
                 }
                 used += consumed;
@@ -239,11 +262,12 @@ fn answer(srv: &mut Server, c: &mut Client, is_function: bool) {
     c.pending_input = input.into();
 }
 
-/// One command while a script is busy, through the gate (which answers
-/// BUSY unless the command is flagged allow-busy). False when CLIENT PAUSE
-/// holds it: it stays unread, for the connection task.
-fn run_one(srv: &mut Server, c: &mut Client, args: &Args, function: bool) -> bool {
-    match gate::check(srv, c, args, Caller::WhileBusy { function }) {
+/// One command while blocked, through the gate (which answers BUSY unless
+/// the command is flagged allow-busy, or LOADING unless it is flagged
+/// loading). False when CLIENT PAUSE holds it: it stays unread, for the
+/// connection task.
+fn run_one(srv: &mut Server, c: &mut Client, args: &Args, caller: Caller) -> bool {
+    match gate::check(srv, c, args, caller) {
         Verdict::Run(cmd) => {
             dispatch::call(srv, c, cmd, args, false);
         }

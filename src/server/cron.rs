@@ -17,11 +17,13 @@ pub async fn run(srv: Rc<RefCell<Server>>) {
     let mut internal = Client::new(0, String::new(), String::new(), ConnKind::Script, false);
     let mut ticks = 0u32;
     let mut closed_at_trim = 0;
-    let mut sampled_at = Instant::now();
     loop {
         let hz = srv.borrow().config.hz.max(1);
         tokio::time::sleep(Duration::from_millis(1000 / hz as u64)).await;
         let mut s = srv.borrow_mut();
+        if s.cron_paused {
+            continue;
+        }
         crate::clock::begin_command();
         // As in Redis, active expiry stops while clients are paused (CLIENT
         // PAUSE), so the dataset does not change under a paused replica/failover.
@@ -35,18 +37,15 @@ pub async fn run(srv: Rc<RefCell<Server>>) {
         }
         let now = crate::clock::now_ms();
         s.stats.sample_ops(now);
-        // RSS and the allocator's statistics are slow to read: sampled here
-        // every 100 ms (as Redis's cronUpdateMemoryStats), never per command.
+        // The peak follows used_memory here too; RSS and the allocator's
+        // statistics are read when asked for (memory::sampled).
         super::memory::used_memory();
-        if sampled_at.elapsed() >= MEMORY_SAMPLE_EVERY {
-            sampled_at = Instant::now();
-            super::memory::sample();
-        }
         crate::persist::cron(&mut s);
         ticks += 1;
         if ticks >= hz {
             ticks = 0;
             release_idle_memory(&mut s, &mut closed_at_trim);
+            super::client_mem::cron(&mut s);
             crate::cmd::keyspace::migrate::close_timed_out();
         }
         crate::persist::aof::cron(&mut s);
@@ -55,9 +54,6 @@ pub async fn run(srv: Rc<RefCell<Server>>) {
         internal.reply.buf.clear();
     }
 }
-
-/// How often RSS and the allocator statistics are read.
-const MEMORY_SAMPLE_EVERY: Duration = Duration::from_millis(100);
 
 /// Clients closed since the last trim that make the cron return freed heap
 /// to the OS (each left a few KiB behind in the allocator's free lists).
@@ -73,7 +69,8 @@ fn release_idle_memory(s: &mut Server, closed_at_trim: &mut u64) {
     let idle = Duration::from_secs(IDLE_BUFFER_SECS);
     for cell in s.clients.values() {
         if let Ok(mut c) = cell.state.try_borrow_mut() {
-            if c.reply.buf.is_empty()
+            if s.reply_buffer_resizing
+                && c.reply.buf.is_empty()
                 && c.reply.buf.capacity() > 0
                 && c.last_interaction.elapsed() > idle
             {

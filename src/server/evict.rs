@@ -213,19 +213,31 @@ fn evict_until(srv: &mut Server, current: &mut Client, goal: u64) -> Outcome {
             outcome = Outcome::Fail;
             break;
         };
+        // What the delete frees on this thread alone: with lazy eviction a
+        // large value is freed by the freeing thread, seen by the check
+        // every 16 keys below (as Redis's `performEvictions`).
         let before = super::memory::used_memory() as i64;
-        if srv.ks.dbs[db].take(&key).is_none() {
+        let Some((entry, _)) = srv.ks.dbs[db].take(&key) else {
             continue;
-        }
+        };
+        crate::db::lazyfree::free(entry.val, crate::db::Why::Eviction);
         freed += before - super::memory::used_memory() as i64;
         srv.stats.evicted_keys += 1;
         evicted(srv, current, db, &key, unlink);
         keys_freed += 1;
         // The clock is read every 16 keys, as Redis does.
-        if keys_freed.is_multiple_of(16) && started.elapsed() > limit {
-            start_timer(srv);
-            break;
+        if keys_freed.is_multiple_of(16) {
+            if unlink && to_free(srv).is_none() {
+                break;
+            }
+            if started.elapsed() > limit {
+                start_timer(srv);
+                break;
+            }
         }
+    }
+    if outcome == Outcome::Fail {
+        outcome = wait_for_lazyfree(srv, started, limit);
     }
     let lazy_expire = srv.config.lazyfree_lazy_expire;
     srv.prop.flush_expired(lazy_expire);
@@ -233,6 +245,19 @@ fn evict_until(srv: &mut Server, current: &mut Client, goal: u64) -> Outcome {
         outcome = Outcome::Running;
     }
     outcome
+}
+
+/// Nothing is left to evict: values still being freed in the background
+/// may bring memory under the limit, so wait for them a little (at most the
+/// cycle's time limit, as Redis does).
+fn wait_for_lazyfree(srv: &Server, started: Instant, limit: Duration) -> Outcome {
+    while crate::db::lazyfree::pending() > 0 && started.elapsed() < limit {
+        if to_free(srv).is_none() {
+            return Outcome::Ok;
+        }
+        std::thread::sleep(limit.min(Duration::from_millis(1)));
+    }
+    Outcome::Fail
 }
 
 /// What deleting an evicted key records: WATCH, client-side caches, the
@@ -392,11 +417,18 @@ pub fn maxmemory_changed(srv: &mut Server) {
     start_timer(srv);
 }
 
-/// Hands the LFU settings to the databases' access bookkeeping; at start
+/// Hands the LFU and `lazyfree-lazy-*` settings to the databases; at start
 /// and after CONFIG SET, on the data thread.
 pub fn apply_config(srv: &Server) {
     let c = &srv.config;
     crate::db::set_lfu_params(c.lfu_log_factor, c.lfu_decay_time);
+    crate::db::lazyfree::set_policy(crate::db::lazyfree::Policy {
+        eviction: c.lazyfree_lazy_eviction,
+        expire: c.lazyfree_lazy_expire,
+        server_del: c.get("lazyfree-lazy-server-del") == Some("yes"),
+        user_del: c.get("lazyfree-lazy-user-del") == Some("yes"),
+        user_flush: c.get("lazyfree-lazy-user-flush") == Some("yes"),
+    });
     set_growth_limit(srv);
 }
 

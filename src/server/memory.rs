@@ -3,11 +3,15 @@
 //! One place answers "how much memory does the server hold?", so the OOM
 //! stage, eviction, INFO memory and the RDB `used-mem` field agree.
 //! `used_memory` is the counting allocator's total (super::alloc): one
-//! relaxed load. RSS and allocator statistics cost a /proc read or a mallctl,
-//! so they are sampled by the cron ([`sample`], every 100 ms as Redis's
-//! `cronUpdateMemoryStats`) and read from that sample.
+//! relaxed load. RSS and allocator statistics cost a /proc read or a mallctl
+//! (jemalloc's epoch refresh merges every arena's statistics: ~90,000
+//! instructions), so they are sampled at most every 100 ms (the age of
+//! Redis's `cronUpdateMemoryStats` figures), and only when read: a server
+//! nobody asks pays nothing for them.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 pub use super::alloc::ALLOCATOR;
 
@@ -72,8 +76,14 @@ static S_ALLOCATED: AtomicU64 = AtomicU64::new(0);
 static S_ACTIVE: AtomicU64 = AtomicU64::new(0);
 static S_RESIDENT: AtomicU64 = AtomicU64::new(0);
 
+/// How old a [`sampled`] figure may be (Redis refreshes its own every
+/// cron tick, 100 ms at the default hz).
+const SAMPLE_MAX_AGE: Duration = Duration::from_millis(100);
+/// When the last [`sample`] was taken.
+static SAMPLED_AT: Mutex<Option<Instant>> = Mutex::new(None);
+
 /// Reads RSS and the allocator statistics now and keeps them for
-/// [`sampled`] (the cron calls it every 100 ms).
+/// [`sampled`].
 pub fn sample() {
     let used = used_memory();
     let rss = rss_bytes();
@@ -83,10 +93,15 @@ pub fn sample() {
     S_ALLOCATED.store(allocated, Relaxed);
     S_ACTIVE.store(active, Relaxed);
     S_RESIDENT.store(resident, Relaxed);
+    *SAMPLED_AT.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
 }
 
-/// The last [`sample`].
+/// The last [`sample`], taken anew when it is older than 100 ms.
 pub fn sampled() -> Sample {
+    let at = *SAMPLED_AT.lock().unwrap_or_else(|e| e.into_inner());
+    if at.is_none_or(|t| t.elapsed() >= SAMPLE_MAX_AGE) {
+        sample();
+    }
     Sample {
         rss: S_RSS.load(Relaxed),
         used: S_USED.load(Relaxed),
@@ -220,5 +235,24 @@ mod allocator {
 
     pub fn report() -> Option<String> {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The figures are taken when read, not by a cron: with no sample yet,
+    /// or one past its age, a read takes the process's RSS. (Other test
+    /// threads may sample meanwhile: each check holds either way.)
+    #[test]
+    fn sampled_reads_figures_on_demand() {
+        *SAMPLED_AT.lock().unwrap() = None;
+        S_RSS.store(0, Relaxed);
+        assert!(sampled().rss > 0, "RSS was not read on demand");
+        assert!(SAMPLED_AT.lock().unwrap().is_some());
+        S_RSS.store(1, Relaxed);
+        *SAMPLED_AT.lock().unwrap() = Some(Instant::now() - SAMPLE_MAX_AGE);
+        assert!(sampled().rss > 1, "a sample past its age was not refreshed");
     }
 }

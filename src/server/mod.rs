@@ -3,6 +3,7 @@
 pub mod alloc;
 pub mod blocking;
 pub mod client;
+pub mod client_mem;
 pub mod cron;
 pub mod evict;
 pub mod fault;
@@ -49,6 +50,11 @@ pub struct Server {
     pub pause: Option<Pause>,
     /// The cron's active expiry cycle runs (DEBUG SET-ACTIVE-EXPIRE 0 stops it).
     pub active_expire: bool,
+    /// DEBUG PAUSE-CRON 1: the cron does nothing until 0.
+    pub cron_paused: bool,
+    /// DEBUG REPLYBUFFER RESIZING 0: the cron leaves idle clients' output
+    /// buffers as they are (tests measuring client memory need it steady).
+    pub reply_buffer_resizing: bool,
     pub rng: Rng,
     pub last_save_unix: i64,
     /// Persistence: the background child, snapshots, the AOF (`crate::persist`).
@@ -76,6 +82,8 @@ pub struct Server {
     pub blocked_clients: usize,
     /// maxmemory: the eviction pool and the OOM state (`evict`).
     pub evict: evict::Eviction,
+    /// Client memory and `maxmemory-clients` (see `client_mem`).
+    pub client_mem: client_mem::Tracked,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -154,6 +162,8 @@ impl Server {
             activity: Rc::new(tokio::sync::Notify::new()),
             pause: None,
             active_expire: true,
+            cron_paused: false,
+            reply_buffer_resizing: true,
             rng,
             last_save_unix: crate::clock::real_now_us() / 1_000_000,
             persist: Default::default(),
@@ -168,6 +178,7 @@ impl Server {
             tracking: Default::default(),
             blocked_clients: Default::default(),
             evict: Default::default(),
+            client_mem: Default::default(),
         }
     }
 
@@ -276,9 +287,18 @@ impl<'a> Ctx<'a> {
     /// invalidation and the `del` keyspace event; the command then
     /// propagates as it came (DEL, UNLINK, ...) unless it asked otherwise.
     /// A key past its TTL is expired instead (its own `expired` event and
-    /// propagated DEL). True when a live key was deleted.
+    /// propagated DEL). True when a live key was deleted. The value is let
+    /// go of as an implicit deletion (`lazyfree-lazy-server-del`); see
+    /// [`Ctx::delete_key_as`].
     pub fn delete_key(&mut self, key: &[u8]) -> bool {
-        if self.db().remove(key).is_none() {
+        self.delete_key_as(key, crate::db::Why::ServerDel)
+    }
+
+    /// As [`Ctx::delete_key`], freeing the value as `why` says: DEL and
+    /// GETDEL as a user deletion, UNLINK lazily, EXPIRE with a past time as
+    /// an expiry (Redis's `dbSyncDelete` / `dbAsyncDelete` choice).
+    pub fn delete_key_as(&mut self, key: &[u8], why: crate::db::Why) -> bool {
+        if !self.db().delete(key, why) {
             return false;
         }
         self.modified(key, notify::GENERIC, "del");

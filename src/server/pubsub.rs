@@ -175,6 +175,7 @@ fn deliver_to(
             if c.reply.buf.len() as u64 >= floor || c.obuf_soft_since.is_some() {
                 enforce_output_limit(srv, &mut c, false);
             }
+            crate::server::client_mem::update_if_limited(srv, &mut c);
             if was_empty {
                 cell.wake.notify_one();
             }
@@ -376,6 +377,14 @@ pub fn check_output_limit(srv: &mut Server, c: &mut Client) {
     enforce_output_limit(srv, c, true);
 }
 
+/// The cron's check of an idle client (Redis's clientsCron): a soft limit
+/// passed long enough closes it even when no new output arrives.
+pub fn check_output_limit_idle(srv: &mut Server, c: &mut Client) {
+    if c.obuf_soft_since.is_some() {
+        enforce_output_limit(srv, c, false);
+    }
+}
+
 /// The reply size at which a command writing a reply of a client-chosen
 /// length (SRANDMEMBER/HRANDFIELD/ZRANDMEMBER with a negative count) stops:
 /// the hard output limit of the client's class. Redis breaks those loops once
@@ -417,7 +426,8 @@ fn enforce_output_limit(srv: &mut Server, c: &mut Client, running: bool) {
     } else {
         srv.config.obuf_limits.normal
     };
-    let used = c.reply.buf.len() as u64;
+    // Queued and being written: all of it waits on the client.
+    let used = (c.reply.buf.len() + c.out_inflight) as u64;
     let hard = limit.hard > 0 && used >= limit.hard;
     let mut soft = limit.soft > 0 && used >= limit.soft;
     if soft {

@@ -19,6 +19,8 @@ pub struct Stats {
     pub net_input_bytes: u64,
     pub net_output_bytes: u64,
     pub evicted_keys: u64,
+    /// Clients closed by `maxmemory-clients` (INFO `evicted_clients`).
+    pub evicted_clients: u64,
     /// Microseconds memory spent over `maxmemory` in past episodes
     /// (`total_eviction_exceeded_time`), and when the current one began.
     pub eviction_exceeded_us: u64,

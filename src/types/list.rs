@@ -108,6 +108,11 @@ impl List {
         self.len == 0
     }
 
+    /// Number of nodes (Redis's `quicklist->len`): each is one allocation.
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
     /// Pushes at one end under the `list-max-listpack-size` value `fill`.
     pub fn push(&mut self, end: End, v: &[u8], fill: i64) {
         match end {

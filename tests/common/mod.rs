@@ -46,7 +46,12 @@ pub struct Raw {
 
 impl Raw {
     pub fn connect(h: &oxidis::Handle) -> Raw {
-        let s = TcpStream::connect(h.addr()).unwrap();
+        Raw::connect_to(h.addr())
+    }
+
+    /// To any server (a real redis-server's port, say).
+    pub fn connect_to(addr: impl std::net::ToSocketAddrs) -> Raw {
+        let s = TcpStream::connect(addr).unwrap();
         s.set_nodelay(true).unwrap();
         Raw { s, buf: Vec::new() }
     }

@@ -77,7 +77,7 @@ pub fn restore(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         }
     })?;
     // REPLACE removes the old value without a `del` event of its own.
-    let deleted = replace && ctx.db().remove(key).is_some();
+    let deleted = replace && ctx.db().delete(key, crate::db::Why::ServerDel);
     let now = clock::now_ms();
     if ttl != 0 && !absttl {
         ttl = ttl.saturating_add(now);

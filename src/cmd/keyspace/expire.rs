@@ -79,7 +79,7 @@ fn expire_generic(ctx: &mut Ctx, args: &mut Args, relative: bool, seconds: bool)
     }
     // While loading, a past time is kept: the key expires once loaded.
     if when <= clock::now_ms() && !crate::db::loading() {
-        ctx.delete_key(key);
+        ctx.delete_key_as(key, crate::db::Why::Expire);
         let del = crate::server::propagate::expired_del(ctx.srv);
         ctx.propagate_as(&[del, key]);
     } else {

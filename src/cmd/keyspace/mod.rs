@@ -11,14 +11,14 @@ pub(crate) mod object;
 use super::scan;
 use crate::command::flags::*;
 use crate::command::{Args, CommandSpec};
-use crate::db::Kind;
+use crate::db::{Kind, Why};
 use crate::error::CmdResult;
 use crate::server::Ctx;
 use crate::types::glob;
 
 pub static SPECS: &[CommandSpec] = &[
     CommandSpec::new("del", -2, WRITE, (1, -1, 1), del),
-    CommandSpec::new("unlink", -2, WRITE | FAST, (1, -1, 1), del),
+    CommandSpec::new("unlink", -2, WRITE | FAST, (1, -1, 1), unlink),
     CommandSpec::new("exists", -2, READONLY | FAST, (1, -1, 1), exists),
     CommandSpec::new("type", 2, READONLY | FAST, (1, 1, 1), type_),
     CommandSpec::new("keys", 2, READONLY, (0, 0, 0), keys),
@@ -75,13 +75,25 @@ pub static SPECS: &[CommandSpec] = &[
 
 /// ```text
 /// DEL key [key ...]
+/// ```
+/// Integer: how many keys were deleted. Values are freed now, or in the
+/// background with `lazyfree-lazy-user-del yes`.
+fn del(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    del_as(ctx, args, Why::UserDel)
+}
+
+/// ```text
 /// UNLINK key [key ...]
 /// ```
-/// Integer: how many keys were deleted.
-fn del(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+/// As DEL, with large values freed in the background.
+fn unlink(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    del_as(ctx, args, Why::Unlink)
+}
+
+fn del_as(ctx: &mut Ctx, args: &mut Args, why: Why) -> CmdResult {
     let mut n = 0;
     for key in args.from(1) {
-        if ctx.delete_key(key) {
+        if ctx.delete_key_as(key, why) {
             n += 1;
         }
     }

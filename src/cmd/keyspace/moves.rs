@@ -2,6 +2,7 @@
 //! SWAPDB; and emptying databases: FLUSHDB, FLUSHALL.
 
 use crate::command::Args;
+use crate::db::Why;
 use crate::error::{CmdResult, Error};
 use crate::server::{notify, Ctx};
 use crate::types::number::parse_i64;
@@ -59,7 +60,7 @@ fn rename_generic(ctx: &mut Ctx, args: &mut Args, nx: bool) -> CmdResult {
             ctx.out().int(0);
             return Ok(());
         }
-        db.remove(dst);
+        db.delete(dst, Why::ServerDel);
     }
     let (entry, at) = db.take(src).expect("looked up above");
     db.put(dst, entry, at);
@@ -124,7 +125,7 @@ pub fn copy(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             ctx.out().int(0);
             return Ok(());
         }
-        dbs[dst_db].remove(dst);
+        dbs[dst_db].delete(dst, Why::ServerDel);
     }
     dbs[dst_db].add_new(dst, val);
     if let Some(at) = at {
@@ -186,15 +187,13 @@ pub fn swapdb(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     Ok(())
 }
 
-/// Redis's `getFlushCommandFlags`: an optional ASYNC or SYNC.
-fn flush_mode(args: &Args) -> CmdResult {
+/// Redis's `getFlushCommandFlags`: an optional ASYNC or SYNC; without one
+/// `lazyfree-lazy-user-flush` decides. True for a lazy (ASYNC) flush.
+fn flush_mode(args: &Args) -> Result<bool, Error> {
     match args.len() {
-        1 => Ok(()),
-        2 if args.at(1).eq_ignore_ascii_case(b"SYNC")
-            || args.at(1).eq_ignore_ascii_case(b"ASYNC") =>
-        {
-            Ok(())
-        }
+        1 => Ok(crate::db::lazyfree::policy().user_flush),
+        2 if args.at(1).eq_ignore_ascii_case(b"SYNC") => Ok(false),
+        2 if args.at(1).eq_ignore_ascii_case(b"ASYNC") => Ok(true),
         _ => Err(Error::Syntax),
     }
 }
@@ -202,14 +201,16 @@ fn flush_mode(args: &Args) -> CmdResult {
 /// ```text
 /// FLUSHDB [ASYNC | SYNC]
 /// ```
-/// `OK`. Memory is freed at once either way.
+/// `OK`. ASYNC frees the old keys in the background.
 pub fn flushdb(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
-    flush_mode(args)?;
-    let n = ctx.db().clear();
+    let lazy = flush_mode(args)?;
+    let n = ctx.db().clear(lazy);
     ctx.srv.ks.dirty += n as u64;
     // Propagated even when the database was already empty, as Redis does.
     ctx.force_propagation();
-    crate::server::cron::release_free_memory();
+    if !lazy {
+        crate::server::cron::release_free_memory();
+    }
     ctx.out().ok();
     Ok(())
 }
@@ -217,17 +218,19 @@ pub fn flushdb(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// ```text
 /// FLUSHALL [ASYNC | SYNC]
 /// ```
-/// `OK`.
+/// `OK`. ASYNC frees the old keys in the background.
 pub fn flushall(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
-    flush_mode(args)?;
+    let lazy = flush_mode(args)?;
     let mut n = 0;
     for db in ctx.srv.ks.dbs.iter_mut() {
-        n += db.clear();
+        n += db.clear(lazy);
     }
     ctx.srv.ks.dirty += n as u64 + 1;
     crate::persist::after_flushall(ctx.srv);
     ctx.force_propagation();
-    crate::server::cron::release_free_memory();
+    if !lazy {
+        crate::server::cron::release_free_memory();
+    }
     ctx.out().ok();
     Ok(())
 }

@@ -7,6 +7,7 @@ use crate::command::{Args, CommandSpec};
 use crate::db::ClientId;
 use crate::error::{CmdResult, Error};
 use crate::server::client::{Client, ConnKind, ReplyMode};
+use crate::server::client_mem;
 use crate::server::{Ctx, Pause, Server};
 use crate::types::number::parse_i64;
 
@@ -264,13 +265,11 @@ pub fn describe(c: &Client, current: bool, argv_mem: usize) -> String {
         flags.push('N');
     }
     let multi = c.multi.as_ref().map_or(-1, |m| m.queue.len() as i64);
-    let multi_mem: usize = c
-        .multi
-        .as_ref()
-        .map_or(0, |m| m.queue.iter().map(|q| q.argv.mem()).sum());
+    let multi_mem = client_mem::multi_mem(c);
     let rbs = c.reply.buf.capacity().max(1024);
-    let omem = 0;
-    let tot_mem = c.qbuf + rbs + multi_mem + 1024 * 20;
+    let out = client_mem::output(c);
+    let argv_mem = if current { argv_mem } else { 0 };
+    let tot_mem = client_mem::usage(c, argv_mem);
     let events = if c.reply.buf.is_empty() || current {
         "r"
     } else {
@@ -295,18 +294,22 @@ pub fn describe(c: &Client, current: bool, argv_mem: usize) -> String {
         c.shard_channels.len(),
         multi,
         c.qbuf,
-        if c.qbuf > 0 {
+        // The connection's own buffer's room; while requests run from the
+        // shared read buffer, the room Redis's 16 KiB first read would leave.
+        if c.qbuf_cap > c.qbuf {
+            c.qbuf_cap - c.qbuf
+        } else if c.qbuf > 0 {
             16384usize.saturating_sub(c.qbuf)
         } else {
             0
         },
-        if current { argv_mem } else { 0 },
+        argv_mem,
         multi_mem,
         rbs,
         rbs,
-        0,
-        0,
-        omem,
+        out.obl,
+        out.oll,
+        out.omem,
         tot_mem,
         events,
         c.last_cmd,
@@ -561,6 +564,7 @@ fn on_off(args: &mut Args) -> Result<bool, Error> {
 /// `OK`.
 fn no_evict(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     ctx.client.no_evict = on_off(args)?;
+    client_mem::update_if_limited(ctx.srv, ctx.client);
     ctx.out().ok();
     Ok(())
 }

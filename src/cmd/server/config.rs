@@ -219,10 +219,15 @@ fn after_set(ctx: &mut Ctx, before: &crate::config::Config) {
     }
     let max = cfg.slowlog_max_len;
     let maxmemory_changed = cfg.maxmemory != before.maxmemory;
+    let client_limit_changed =
+        maxmemory_changed || cfg.maxmemory_clients != before.maxmemory_clients;
     ctx.srv.slowlog.trim(max);
     crate::server::evict::apply_config(ctx.srv);
     if maxmemory_changed {
         crate::server::evict::maxmemory_changed(ctx.srv);
+    }
+    if client_limit_changed {
+        crate::server::client_mem::apply_config(ctx.srv, ctx.client);
     }
 }
 
@@ -232,6 +237,7 @@ fn after_set(ctx: &mut Ctx, before: &crate::config::Config) {
 /// `OK`: INFO's counters, command and error stats start again from zero.
 fn resetstat(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
     ctx.srv.stats.reset();
+    crate::db::lazyfree::reset_stats();
     ctx.srv.latency = Default::default();
     for db in ctx.srv.ks.dbs.iter_mut() {
         db.hits = 0;

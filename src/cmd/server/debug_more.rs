@@ -38,6 +38,12 @@ pub fn run(ctx: &mut Ctx, sub: &[u8], args: &Args) -> Option<CmdResult> {
         // Scripts may then call commands flagged noscript (a test hook).
         ctx.srv.script.allow_noscript = atoi(args.at(2)) != 0;
         ctx.out().ok();
+    } else if is("pause-cron") && args.len() == 3 {
+        ctx.srv.cron_paused = atoi(args.at(2)) != 0;
+        ctx.out().ok();
+    } else if is("replybuffer") && args.len() == 4 && args.at(2).eq_ignore_ascii_case(b"resizing") {
+        ctx.srv.reply_buffer_resizing = atoi(args.at(3)) != 0;
+        ctx.out().ok();
     } else {
         return None;
     }

@@ -189,8 +189,9 @@ fn clients(srv: &Server, current_blocked: bool, out: &mut String) {
     line!(out, "connected_clients:{}", srv.clients.len());
     line!(out, "cluster_connections:0");
     line!(out, "maxclients:{}", srv.config.maxclients);
-    line!(out, "client_recent_max_input_buffer:0");
-    line!(out, "client_recent_max_output_buffer:0");
+    let (max_in, max_out) = srv.client_mem.recent_max();
+    line!(out, "client_recent_max_input_buffer:{max_in}");
+    line!(out, "client_recent_max_output_buffer:{max_out}");
     line!(out, "blocked_clients:{blocked}");
     line!(out, "tracking_clients:{}", srv.tracking.clients);
     line!(out, "clients_in_timeout_table:{in_timeout}");
@@ -284,13 +285,13 @@ fn memory(srv: &Server, out: &mut String) {
     line!(out, "mem_cluster_links:0");
     line!(out, "mem_aof_buffer:{}", o.aof_buffer);
     line!(out, "mem_allocator:{}", crate::server::memory::ALLOCATOR);
-    for f in [
-        "active_defrag_running:0",
-        "lazyfree_pending_objects:0",
-        "lazyfreed_objects:0",
-    ] {
-        line!(out, "{f}");
-    }
+    line!(out, "active_defrag_running:0");
+    line!(
+        out,
+        "lazyfree_pending_objects:{}",
+        crate::db::lazyfree::pending()
+    );
+    line!(out, "lazyfreed_objects:{}", crate::db::lazyfree::freed());
 }
 
 fn stats(srv: &Server, out: &mut String) {
@@ -327,7 +328,7 @@ fn stats(srv: &Server, out: &mut String) {
         line!(out, "{f}");
     }
     line!(out, "evicted_keys:{}", st.evicted_keys);
-    line!(out, "evicted_clients:0");
+    line!(out, "evicted_clients:{}", st.evicted_clients);
     let current_us = st
         .eviction_exceeded_since
         .map_or(0, |t| t.elapsed().as_micros() as u64);

@@ -66,23 +66,20 @@ fn slots(n: usize) -> u64 {
     }
 }
 
-/// Bytes one client holds: the client itself and its buffers.
-fn client_mem(c: &crate::server::client::Client) -> u64 {
-    (std::mem::size_of::<crate::server::client::Client>() + c.reply.buf.capacity() + c.qbuf) as u64
-}
-
 impl Overhead {
     pub fn of(srv: &Server) -> Overhead {
         let total = mem::used_memory();
         let peak = mem::peak();
         let startup = mem::startup();
+        // Counted now (Redis reads its running count, current to the
+        // second: a buffer freed since would still show).
         let clients_normal: u64 = srv
             .clients
             .values()
             .map(|cell| match cell.state.try_borrow() {
-                Ok(c) => client_mem(&c),
-                // The client running this command: its struct, buffers aside.
-                Err(_) => std::mem::size_of::<crate::server::client::Client>() as u64,
+                Ok(c) => crate::server::client_mem::usage(&c, 0) as u64,
+                // The client running this command: its state, buffers aside.
+                Err(_) => std::mem::size_of::<crate::server::client::ClientCell>() as u64,
             })
             .sum();
         let aof_buffer = crate::persist::aof::buffer_len(srv) as u64;

@@ -156,6 +156,11 @@ fn shutdown(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             return Err(crate::error::Rejection::Busy { function }.error());
         }
     }
+    // While the dataset loads, the data is not all there: never saved
+    // (Redis's shutdownCommand).
+    if crate::persist::loading::active(ctx.srv) {
+        save = Some(false);
+    }
     if crate::net::shutdown::prepare(ctx.srv, save, force).is_err() {
         return Err(Error::msg("Errors trying to SHUTDOWN. Check logs."));
     }

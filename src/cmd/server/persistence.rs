@@ -102,9 +102,19 @@ pub fn debug_reload(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     }
     let data = std::fs::read(snapshot::rdb_path(ctx.srv))
         .map_err(|_| Error::msg("Error trying to load the RDB dump"))?;
-    if let Err(e) = crate::persist::rdb::load_dataset(ctx.srv, &data) {
-        crate::log::warning(&e.message);
-        return Err(Error::msg("Error trying to load the RDB dump"));
+    // Other clients are served meanwhile, answered LOADING (as Redis).
+    crate::persist::loading::start(ctx.srv, data.len() as u64);
+    let loaded = crate::persist::rdb::load_dataset(ctx.srv, &data);
+    crate::persist::loading::stop(ctx.srv);
+    match loaded {
+        Ok(info) => {
+            ctx.srv.persist.snapshot.last_load_keys = info.keys;
+            ctx.srv.persist.snapshot.last_load_expired = info.expired_skipped;
+        }
+        Err(e) => {
+            crate::log::warning(&e.message);
+            return Err(Error::msg("Error trying to load the RDB dump"));
+        }
     }
     crate::log::warning("DB reloaded by DEBUG RELOAD");
     ctx.out().ok();

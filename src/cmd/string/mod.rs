@@ -126,7 +126,7 @@ fn getdel(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let key = args.at(1);
     let (db, out) = ctx.db_out();
     if reply_get(db, out, key)? {
-        ctx.delete_key(key);
+        ctx.delete_key_as(key, crate::db::Why::UserDel);
         let del = crate::server::propagate::deletion(ctx.srv, "lazyfree-lazy-user-del");
         ctx.propagate_as(&[del, key]);
     }

@@ -302,7 +302,7 @@ pub fn getex(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     }
     match at {
         Some((Unit::ExAt | Unit::PxAt, at)) if at <= clock::now_ms() && !crate::db::loading() => {
-            ctx.delete_key(key);
+            ctx.delete_key_as(key, crate::db::Why::Expire);
             let del = crate::server::propagate::expired_del(ctx.srv);
             ctx.propagate_as(&[del, key]);
         }

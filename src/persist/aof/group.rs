@@ -12,9 +12,12 @@
 //! meanwhile, and the next fdatasync covers all of them: the batch grows
 //! with the load. After an fdatasync the thread waits for the connections
 //! it released to come back with their next writes (as many waits as it
-//! ended, or half the last fdatasync's duration at most) before starting
-//! the next one: without that, clients split into two groups that take
-//! turns, each fdatasync covering half of them (what Redis does at P1).
+//! ended) before starting the next one: without that, clients split into
+//! two groups that take turns, each fdatasync covering half of them (what
+//! Redis does at P1). That wait is bounded by twice the time released
+//! connections have lately taken to come back, and by half the last
+//! fdatasync: a slow fdatasync (the disk's tail) or a client that does not
+//! come back then costs the others little.
 
 use std::cell::RefCell;
 use std::fs::File;
@@ -22,7 +25,7 @@ use std::pin::pin;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
@@ -56,12 +59,46 @@ struct Want {
     waiting: Vec<u64>,
     /// Waits ever started (`waiting` pushes).
     arrivals: u64,
+    /// The sync thread sleeps until `upto` grows: a request wakes it.
+    idle: bool,
+    /// The gathering sync thread sleeps until `arrivals` reaches this (then
+    /// the join that reaches it wakes it; `u64::MAX` otherwise). Wake-ups
+    /// only when they change its decision: one per fdatasync, not one per
+    /// connection.
+    kick_at: u64,
 }
 
 /// Before the next fdatasync: `arrivals` to reach `until`, or `deadline`.
 struct Gather {
     until: u64,
+    /// When the last fdatasync released its connections.
+    released: Instant,
     deadline: Instant,
+}
+
+/// How long released connections take to come back, as a moving average
+/// of the gathers (one that timed out counts its bound, so the estimate
+/// grows while they come back slower than it).
+#[derive(Default)]
+struct Return {
+    estimate: Option<Duration>,
+}
+
+impl Return {
+    fn record(&mut self, sample: Duration) {
+        self.estimate = Some(match self.estimate {
+            Some(e) => (e * 7 + sample) / 8,
+            None => sample,
+        });
+    }
+
+    /// The wait for returning connections after an fdatasync that took `took`.
+    fn bound(&self, took: Duration) -> Duration {
+        match self.estimate {
+            Some(e) => (took / 2).min(e * 2),
+            None => took / 2,
+        }
+    }
 }
 
 impl Group {
@@ -70,7 +107,10 @@ impl Group {
         let shared = Arc::new(Shared {
             synced: AtomicU64::new(0),
             done: Notify::new(),
-            want: Mutex::new(Want::default()),
+            want: Mutex::new(Want {
+                kick_at: u64::MAX,
+                ..Want::default()
+            }),
             kick: Condvar::new(),
         });
         let worker = shared.clone();
@@ -101,7 +141,9 @@ impl Group {
         if want.upto < upto {
             want.upto = upto;
             want.file = Some(file.clone());
-            self.shared.kick.notify_one();
+            if want.idle {
+                self.shared.kick.notify_one();
+            }
         }
     }
 
@@ -113,7 +155,9 @@ impl Group {
             if !want.stop {
                 want.waiting.push(upto);
                 want.arrivals += 1;
-                self.shared.kick.notify_one();
+                if want.arrivals >= want.kick_at {
+                    self.shared.kick.notify_one();
+                }
             }
         }
         self.request(file, upto);
@@ -161,6 +205,7 @@ impl Shared {
     /// written before it began, back to back while writes keep coming.
     fn run(&self) {
         let mut gather: Option<Gather> = None;
+        let mut back = Return::default();
         loop {
             let (file, upto) = {
                 let mut want = self.lock();
@@ -169,20 +214,29 @@ impl Shared {
                         return;
                     }
                     if want.upto <= self.synced.load(Ordering::Acquire) {
+                        want.idle = true;
                         want = self.kick.wait(want).unwrap_or_else(|e| e.into_inner());
+                        want.idle = false;
                         continue;
                     }
                     let now = Instant::now();
-                    match &gather {
-                        Some(g) if want.arrivals < g.until && now < g.deadline => {
-                            want = self
-                                .kick
-                                .wait_timeout(want, g.deadline - now)
-                                .unwrap_or_else(|e| e.into_inner())
-                                .0;
-                        }
-                        _ => break,
+                    let Some(g) = &gather else { break };
+                    if want.arrivals >= g.until {
+                        back.record(now - g.released);
+                    } else if now >= g.deadline {
+                        back.record(g.deadline - g.released);
+                    } else {
+                        want.kick_at = g.until;
+                        want = self
+                            .kick
+                            .wait_timeout(want, g.deadline - now)
+                            .unwrap_or_else(|e| e.into_inner())
+                            .0;
+                        want.kick_at = u64::MAX;
+                        continue;
                     }
+                    gather = None;
+                    break;
                 }
                 match &want.file {
                     Some(f) => (f.clone(), want.upto),
@@ -198,9 +252,11 @@ impl Shared {
                 let before = want.waiting.len();
                 want.waiting.retain(|&t| t > upto);
                 let released = (before - want.waiting.len()) as u64;
+                let now = Instant::now();
                 gather = Some(Gather {
                     until: want.arrivals + released,
-                    deadline: Instant::now() + took / 2,
+                    released: now,
+                    deadline: now + back.bound(took),
                 });
             }
             self.done.notify_waiters();
@@ -296,6 +352,25 @@ mod tests {
         assert!(w.as_mut().poll(&mut cx).is_pending());
         g.mark_synced(10);
         assert!(w.as_mut().poll(&mut cx).is_ready());
+    }
+
+    /// The wait after an fdatasync: half of it before anything is known;
+    /// then twice the connections' recent return time, never more than half
+    /// the fdatasync (a slow one no longer stretches it when they come back
+    /// fast); gathers that time out raise the estimate up to that half again.
+    #[test]
+    fn the_gather_bound_follows_the_return_time() {
+        let ms = Duration::from_millis;
+        let mut back = Return::default();
+        assert_eq!(back.bound(ms(40)), ms(20));
+        back.record(ms(1));
+        assert_eq!(back.bound(ms(40)), ms(2));
+        assert_eq!(back.bound(ms(2)), ms(1));
+        for _ in 0..64 {
+            let timed_out = back.bound(ms(40));
+            back.record(timed_out);
+        }
+        assert_eq!(back.bound(ms(40)), ms(20));
     }
 
     /// The thread fsyncs a request and reports the bytes it covered.

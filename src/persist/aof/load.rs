@@ -103,6 +103,17 @@ fn load_files(srv: &mut Server) -> Result<Loaded, ()> {
     if total == 0 {
         return Ok(Loaded::Empty);
     }
+    crate::persist::loading::start(srv, total);
+    let ret = load_listed(srv, &m, &files);
+    crate::persist::loading::stop(srv);
+    if ret.is_ok() {
+        srv.aof.current_size = total;
+    }
+    ret
+}
+
+/// [`load_files`] once the total size is known: each file in turn.
+fn load_listed(srv: &mut Server, m: &Manifest, files: &[manifest::FileInfo]) -> Result<Loaded, ()> {
     let mut base_size = 0;
     let mut ret = Loaded::Ok;
     for (i, f) in files.iter().enumerate() {
@@ -113,6 +124,7 @@ fn load_files(srv: &mut Server) -> Result<Loaded, ()> {
         }
         let start = Instant::now();
         ret = load_single(srv, &f.name);
+        crate::persist::loading::file_done(srv, super::file_size(&srv.aof, &f.name).unwrap_or(0));
         if ret == Loaded::Ok || (ret == Loaded::Truncated && last) {
             crate::log::notice(&format!(
                 "DB loaded from {} file {}: {:.3} seconds",
@@ -132,7 +144,6 @@ fn load_files(srv: &mut Server) -> Result<Loaded, ()> {
             return Err(());
         }
     }
-    srv.aof.current_size = total;
     srv.aof.rewrite_base_size = base_size;
     Ok(ret)
 }
@@ -239,7 +250,7 @@ pub fn debug_loadaof(srv: &mut Server) {
         super::writer::flush(srv, true);
     }
     for db in srv.ks.dbs.iter_mut() {
-        db.clear();
+        db.clear(false);
     }
     srv.script.functions.flush();
     let Ok(m) = read_manifest(&srv.aof) else {
@@ -325,9 +336,11 @@ fn load_single(srv: &mut Server, name: &str) -> Loaded {
         valid_before_multi: 0,
         truncate_ok,
     };
+    // Inside a load started by `load_files` the flag is on already.
+    let was_loading = crate::db::loading();
     crate::db::set_loading(true);
     let end = replay.run(srv, &mut client, name);
-    crate::db::set_loading(false);
+    crate::db::set_loading(was_loading);
     let valid_up_to = match end {
         End::Done => return Loaded::Ok,
         End::Failed => return Loaded::Failed,
@@ -442,6 +455,10 @@ impl Replay<'_> {
             }
             if self.truncate_ok {
                 self.valid_up_to = self.pos;
+            }
+            if crate::persist::loading::command_replayed(srv, self.pos as u64) {
+                crate::log::warning("AOF loading interrupted by SHUTDOWN");
+                return End::Failed;
             }
         }
         if client.multi.is_some() {

@@ -264,6 +264,7 @@ pub fn load_dataset_with(
         (None, None, None);
     let mut empty_skipped = 0u64;
     let mut delay = crate::persist::KeyDelay::from_config(server, "key-load-delay");
+    let mut used_mem = None;
     loop {
         let at = r.pos;
         let t = r.byte().map_err(|b| bad_at(b, at, &info))?;
@@ -291,8 +292,13 @@ pub fn load_dataset_with(
                     db = id as usize;
                 }
                 OPCODE_RESIZEDB => {
-                    r.length()?;
-                    r.length()?;
+                    let keys = r.length()?;
+                    let expires = r.length()?;
+                    // Sized once for what follows; the counts come from
+                    // the file, so no more than its remaining bytes could
+                    // hold (a key takes at least 3).
+                    let cap = (r.data.len() - r.pos) as u64 / 3;
+                    dbs[db].reserve(keys.min(cap) as usize, expires.min(cap) as usize);
                 }
                 OPCODE_SLOT_INFO => {
                     r.length()?;
@@ -303,6 +309,9 @@ pub fn load_dataset_with(
                     let k = r.string()?;
                     let v = r.string()?;
                     log_aux(&k, &v);
+                    if k.eq_ignore_ascii_case(b"used-mem") {
+                        used_mem = crate::types::number::parse_i64(&v);
+                    }
                 }
                 OPCODE_MODULE_AUX => {
                     let id = r.length()?;
@@ -361,6 +370,19 @@ pub fn load_dataset_with(
         step.map_err(|b| bad_at(b, at, &info))?;
         if t == OPCODE_EOF {
             break;
+        }
+        if let Some(m) = used_mem.take() {
+            crate::persist::loading::rdb_used_mem(server, m.max(0) as u64);
+        }
+        // INFO shows the counts as they grow (Redis counts in place).
+        server.persist.snapshot.last_load_keys = info.keys;
+        server.persist.snapshot.last_load_expired = info.expired_skipped;
+        // Clients are served every so many bytes; a SHUTDOWN among them
+        // stops the load (Redis exits from there).
+        if crate::persist::loading::progress(server, r.pos as u64) {
+            return Err(LoadError {
+                message: "Loading interrupted by SHUTDOWN".into(),
+            });
         }
     }
     if ver >= 5 {
