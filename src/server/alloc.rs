@@ -25,8 +25,8 @@ mod inner {
     pub const INNER: Inner = tikv_jemallocator::Jemalloc;
     pub const NAME: &str = "jemalloc-5.3.0";
 
-    /// jemalloc's size class for a request (8-byte steps to 64, then four
-    /// classes per doubling), which is what `malloc_usable_size` returns.
+    /// jemalloc's size class for a request (8, 16, 16-byte steps to 128, then
+    /// four classes per doubling), which is what `malloc_usable_size` returns.
     #[inline]
     pub fn usable(_: *mut u8, l: std::alloc::Layout) -> usize {
         super::size_class(l.size().max(l.align()))
@@ -62,26 +62,16 @@ mod inner {
 /// Name of the allocator as INFO's `mem_allocator` shows it.
 pub const ALLOCATOR: &str = inner::NAME;
 
-/// MEMORY USAGE's estimate of what the reference Redis allocates: its
-/// jemalloc (the distribution's, 16-byte quantum) rounds to 8, 16-byte
-/// steps to 128, then four classes per doubling.
-pub fn redis_size_class(n: usize) -> usize {
-    if n <= 8 {
-        8
-    } else if n <= 128 {
-        n.div_ceil(16) * 16
-    } else {
-        size_class(n)
-    }
-}
-
-/// Size class of a request in our jemalloc's scheme, built with an 8-byte
-/// quantum (`.cargo/config.toml`): 8-byte steps to 64, then four classes
-/// per doubling.
+/// Size class of a request in jemalloc's scheme (also MEMORY USAGE's
+/// estimate of what Redis allocates): 8, 16-byte steps to 128, then four
+/// classes per doubling.
 #[inline]
 pub fn size_class(n: usize) -> usize {
-    if n <= 64 {
-        return n.max(1).div_ceil(8) * 8;
+    if n <= 8 {
+        return 8;
+    }
+    if n <= 128 {
+        return n.div_ceil(16) * 16;
     }
     let k = usize::BITS - 1 - (n - 1).leading_zeros(); // 2^k < n <= 2^(k+1)
     let step = 1usize << (k - 2);
@@ -91,25 +81,11 @@ pub fn size_class(n: usize) -> usize {
 /// The counting layer over the chosen allocator.
 pub struct Counting;
 
-/// With jemalloc's 8-byte quantum a request is only as aligned as its size
-/// class; a layout whose size is not a multiple of its alignment (legal in
-/// Rust) is rounded up so that it lands in a class that is.
-#[inline]
-fn padded(l: Layout) -> Layout {
-    if l.align() > 8 {
-        l.pad_to_align()
-    } else {
-        l
-    }
-}
-
-// SAFETY: every call is forwarded to the inner allocator with the layout
-// padded to its alignment (the same padding on every call for a block); the
+// SAFETY: every call is forwarded to the inner allocator unchanged; the
 // layer only adds bookkeeping.
 unsafe impl GlobalAlloc for Counting {
     #[inline]
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        let l = padded(l);
         let p = inner::INNER.alloc(l);
         if !p.is_null() {
             ALLOCATED.fetch_add(inner::usable(p, l), Relaxed);
@@ -119,7 +95,6 @@ unsafe impl GlobalAlloc for Counting {
 
     #[inline]
     unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
-        let l = padded(l);
         let p = inner::INNER.alloc_zeroed(l);
         if !p.is_null() {
             ALLOCATED.fetch_add(inner::usable(p, l), Relaxed);
@@ -129,19 +104,12 @@ unsafe impl GlobalAlloc for Counting {
 
     #[inline]
     unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        let l = padded(l);
         ALLOCATED.fetch_sub(inner::usable(p, l), Relaxed);
         inner::INNER.dealloc(p, l)
     }
 
     #[inline]
     unsafe fn realloc(&self, p: *mut u8, l: Layout, new_size: usize) -> *mut u8 {
-        let l = padded(l);
-        let new_size = if l.align() > 8 {
-            new_size.next_multiple_of(l.align())
-        } else {
-            new_size
-        };
         let old = inner::usable(p, l);
         let q = inner::INNER.realloc(p, l, new_size);
         if !q.is_null() {
@@ -162,14 +130,11 @@ mod tests {
 
     #[test]
     fn size_classes_follow_jemalloc() {
-        let got: Vec<usize> = [1, 8, 9, 17, 54, 64, 65, 128, 129, 160, 161, 257, 1000, 4097]
+        let got: Vec<usize> = [1, 8, 9, 17, 128, 129, 160, 161, 257, 1000, 4097]
             .iter()
             .map(|&n| size_class(n))
             .collect();
-        assert_eq!(
-            got,
-            [8, 8, 16, 24, 56, 64, 80, 128, 160, 160, 192, 320, 1024, 5120]
-        );
+        assert_eq!(got, [8, 8, 16, 32, 128, 160, 160, 192, 320, 1024, 5120]);
     }
 
     #[test]

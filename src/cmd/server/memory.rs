@@ -4,7 +4,7 @@ use crate::command::flags::*;
 use crate::command::{Args, CommandSpec};
 use crate::db::Value as DbValue;
 use crate::error::{CmdResult, Error};
-use crate::server::alloc::redis_size_class as size_class;
+use crate::server::alloc::size_class;
 use crate::server::memory::{self as mem, Sample};
 use crate::server::{Ctx, Server};
 
