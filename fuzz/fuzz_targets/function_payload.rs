@@ -1,4 +1,4 @@
-//! FUNCTION DUMP/RESTORE payloads (`script::payload`): parsing any body behind
+//! FUNCTION DUMP/RESTORE payloads (`persist::rdb::{dump,restore}_functions`): parsing any body behind
 //! a correct version and CRC64, the dump→restore round trip, and FUNCTION
 //! RESTORE through the dispatcher.
 #![no_main]
@@ -7,7 +7,7 @@ use std::cell::RefCell;
 
 use libfuzzer_sys::fuzz_target;
 use oxidis::fuzzing::Harness;
-use oxidis::script::payload::{crc64, dump, restore};
+use oxidis::persist::rdb::{crc64, dump_functions, restore_functions};
 
 thread_local! {
     // One harness for all runs: a Lua VM per run would dominate the time.
@@ -20,15 +20,16 @@ fuzz_target!(|data: &[u8]| {
     };
     // The round trip: codes split on 0xff come back unchanged.
     let codes: Vec<&[u8]> = body.split(|&b| b == 0xff).collect();
-    let back = restore(&dump(&codes)).expect("a dump restores");
+    let dumped = dump_functions(codes.iter().copied(), flags & 0x40 != 0);
+    let back = restore_functions(&dumped).expect("a dump restores");
     assert_eq!(back, codes.iter().map(|c| c.to_vec()).collect::<Vec<_>>());
 
     // Any body with a valid trailer.
     let mut p = body.to_vec();
     p.extend_from_slice(&u16::from(flags % 12).to_le_bytes());
-    let crc = crc64(0, &p);
+    let crc = crc64(&p);
     p.extend_from_slice(&crc.to_le_bytes());
-    let parsed = restore(&p);
+    let parsed = restore_functions(&p);
     if flags & 0x80 != 0 && parsed.is_ok() {
         H.with(|h| {
             let mut h = h.borrow_mut();
