@@ -62,7 +62,8 @@ def wait_port(port, proc, timeout=10):
 class Server:
     def __init__(self, name, argv, port, tmp):
         self.name, self.port = name, port
-        self.proc = subprocess.Popen(argv, cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(PIN_SERVER + argv, cwd=tmp, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
         wait_port(port, self.proc)
 
     def stop(self):
@@ -147,8 +148,13 @@ def pipeline_fill(port, gen, batch=1000):
     s.close()
 
 
+# --pin: servers on CPU 0, redis-benchmark on CPU 1 (taskset), so on a two-core
+# machine neither waits for the other's core and the scheduler adds less noise.
+PIN_SERVER, PIN_CLIENT = [], []
+
+
 def bench_once(port, args):
-    out = subprocess.run(["redis-benchmark", "-p", str(port), "--csv"] + args,
+    out = subprocess.run(PIN_CLIENT + ["redis-benchmark", "-p", str(port), "--csv"] + args,
                          capture_output=True, text=True, timeout=600)
     rows = [l for l in out.stdout.splitlines() if l and not l.startswith('"test"')]
     res = []
@@ -191,11 +197,15 @@ def main():
     ap.add_argument("--mem", action="append", default=[], choices=sorted(FILLS), help="memory comparison")
     ap.add_argument("--startup", action="store_true", help="measure start-up time")
     ap.add_argument("--no-build", action="store_true")
+    ap.add_argument("--pin", action="store_true",
+                    help="servers on CPU 0 and redis-benchmark on CPU 1 (taskset)")
     ap.add_argument("--baseline-bin", default=None, help="an earlier oxidis-server to compare with")
     ap.add_argument("--server-args", default="--appendonly no",
                     help="persistence flags given to every server (each runs in its own dir), "
                          "e.g. '--appendonly yes --appendfsync always'")
     a = ap.parse_args()
+    if a.pin:
+        PIN_SERVER[:], PIN_CLIENT[:] = ["taskset", "-c", "0"], ["taskset", "-c", "1"]
 
     if not shutil.which("redis-benchmark"):
         sys.exit("redis-benchmark not found: apt-get install redis-server redis-tools")
@@ -262,7 +272,8 @@ def main():
                                                   "-d", "1024", "-t", "set,get"]))
         print("%-34s %14s %14s %7s %9s %9s  %s" % ("workload", "redis rps", "oxidis rps", "ratio",
                                                    "redis p99", "oxi p99", "rounds: median [min..max]")
-              + ("   %12s %7s" % ("before rps", "vs before") if a.baseline_bin else ""))
+              + ("   %12s %7s  %s" % ("before rps", "vs before", "paired [min..max]")
+                 if a.baseline_bin else ""))
         for label, args in workloads:
             results = {s.name: {} for s in servers}
             for i in range(a.rounds):
@@ -281,8 +292,12 @@ def main():
                     statistics.median(paired) if paired else 0, paired[0] if paired else 0,
                     paired[-1] if paired else 0)
                 if a.baseline_bin:
-                    br = statistics.median(x[0] for x in results["before"].get(test, [(0, 0)]))
-                    line += "   %12.0f %6.2fx" % (br, orr / br if br else 0)
+                    b = results["before"].get(test, [(0, 0)])
+                    br = statistics.median(x[0] for x in b)
+                    pb = sorted(x[0] / y[0] for x, y in zip(o, b) if y[0])
+                    line += "   %12.0f %6.2fx  %.2fx [%.2f..%.2f]" % (
+                        br, orr / br if br else 0, statistics.median(pb) if pb else 0,
+                        pb[0] if pb else 0, pb[-1] if pb else 0)
                 print(line)
                 sys.stdout.flush()
     finally:

@@ -320,4 +320,12 @@ pub async fn run(
     }
     let mut s = srv.borrow_mut();
     super::shutdown::finish(&mut s);
+    if handle_signals {
+        // The binary ends here as redis-server does (exit right after
+        // prepareForShutdown): the files are synced and closed, and freeing
+        // the dataset value by value would only delay the exit (14% of a
+        // load-then-shutdown profile with 1M keys). An embedding returns
+        // and drops the server normally.
+        std::process::exit(0);
+    }
 }

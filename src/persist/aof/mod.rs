@@ -173,6 +173,11 @@ impl Aof {
     }
 
     /// True while a rewrite child runs.
+    /// True when replies wait for the `always` sync thread (see `group`).
+    pub fn syncs_every_write(&self) -> bool {
+        self.state != State::Off && self.fsync == Fsync::Always
+    }
+
     pub fn rewriting(&self) -> bool {
         self.child.is_some()
     }
