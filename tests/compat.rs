@@ -195,7 +195,17 @@ fn run_file(path: &Path) -> (usize, Vec<String>) {
             continue;
         }
         // As record.py starts redis-server: no save points.
+        // and its own --dir, as record.py gives redis-server (a dump.rdb
+        // left in the working directory was loaded by later cases).
+        let dir = std::env::temp_dir().join(format!(
+            "oxidis-compat-{}-{}",
+            std::process::id(),
+            path.display().to_string().replace('/', "_")
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("case dir");
         let mut args = ["--port", "0", "--save", ""].map(String::from).to_vec();
+        args.extend(["--dir".into(), dir.to_string_lossy().into_owned()]);
         args.extend(case.args.iter().cloned());
         let config = oxidis::config::from_args(&args).expect("case args parse");
         let server = oxidis::start(config).expect("server starts");
@@ -235,6 +245,7 @@ fn run_file(path: &Path) -> (usize, Vec<String>) {
         }
         drop(conns);
         server.shutdown();
+        let _ = std::fs::remove_dir_all(&dir);
     }
     (checked, failures)
 }

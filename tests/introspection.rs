@@ -141,7 +141,10 @@ fn latency_doctor_reports_a_command_spike() {
 
 /// The "Worst all time event NNms." figure of a LATENCY DOCTOR sample line.
 fn worst_ms(line: &str) -> u64 {
-    let tail = line.split("Worst all time event ").nth(1).expect("worst event");
+    let tail = line
+        .split("Worst all time event ")
+        .nth(1)
+        .expect("worst event");
     tail.trim_end_matches("ms.").parse().expect("milliseconds")
 }
 

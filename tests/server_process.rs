@@ -12,13 +12,8 @@ use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_oxidis-server");
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+mod common;
+use common::real_redis::free_port;
 
 fn tmpdir(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("oxidis-proc-{tag}-{}", std::process::id()));

@@ -22,7 +22,12 @@ pub fn start_with(flags: &[&str]) -> oxidis::Handle {
     // No save points (as Redis's own test servers and compat/record.py):
     // FLUSHALL and the cron would otherwise write dump.rdb into the
     // working directory. A test's own `--save` comes later and wins.
+    // Its own directory too: `dir` defaults to the process's working
+    // directory, which another test's `--dir` may have moved (a dump.rdb
+    // one test saved was loaded by the next server started).
+    let dir = real_redis::temp_dir("inproc");
     let mut args: Vec<String> = vec!["--port".into(), "0".into(), "--save".into(), "".into()];
+    args.extend(["--dir".into(), dir.to_string_lossy().into_owned()]);
     args.extend(flags.iter().map(|s| s.to_string()));
     let config = oxidis::config::from_args(&args).expect("flags parse");
     oxidis::start(config).expect("server starts")

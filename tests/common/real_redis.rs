@@ -28,12 +28,25 @@ pub fn temp_dir(tag: &str) -> PathBuf {
     d
 }
 
-/// A free loopback port.
+/// A loopback port that was free a moment ago, below the kernel's
+/// ephemeral range (32768-60999 by default). A port from that range (what
+/// binding port 0 gives) can be taken by any outgoing connection on the
+/// machine before the server binds it: tests failed that way on a busy
+/// machine. Calls in one process walk 20000..32000 from a place given by
+/// the process id, each call a different port.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    const LOW: usize = 20_000;
+    const SPAN: usize = 12_000;
+    let base = std::process::id() as usize % SPAN;
+    loop {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        // 7 and SPAN are coprime: the walk visits every port of the span.
+        let port = (LOW + (base + n * 7) % SPAN) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
 }
 
 /// The redis-server binary: `REDIS_SERVER` if set, else `redis-server` on PATH.
