@@ -52,13 +52,10 @@ fn set_pairs(ctx: &mut Ctx, args: &Args) -> Result<i64, Error> {
     let lim = limits(ctx);
     let h = ctx.db().write_or_create(key, Hash::new)?.0;
     h.prepare(args.from(2), lim);
-    let mut created = 0;
-    let mut i = 2;
-    while i < args.len() {
-        created += h.set(args.at(i), args.at(i + 1), lim) as i64;
-        i += 2;
-    }
-    h.fit();
+    let pairs = (2..args.len())
+        .step_by(2)
+        .map(|i| (args.at(i), args.at(i + 1)));
+    let created = h.set_many(pairs, lim) as i64;
     ctx.modified(key, notify::HASH, "hset");
     Ok(created)
 }
@@ -96,7 +93,6 @@ fn hsetnx(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         return Ok(());
     }
     h.set(field, value, lim);
-    h.fit();
     ctx.modified(key, notify::HASH, "hset");
     ctx.out().int(1);
     Ok(())
@@ -268,7 +264,6 @@ fn hincrby(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     };
     let new = cur.checked_add(by).ok_or(Error::Overflow)?;
     h.set(field, itoa::Buffer::new().format(new).as_bytes(), lim);
-    h.fit();
     ctx.modified(key, notify::HASH, "hincrby");
     ctx.out().int(new);
     Ok(())
@@ -293,7 +288,6 @@ fn hincrbyfloat(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let sum = cur.checked_add(by).ok_or_else(longdouble::nan_or_inf)?;
     let text = sum.to_human();
     h.set(field, &text, lim);
-    h.fit();
     ctx.modified(key, notify::HASH, "hincrbyfloat");
     ctx.out().bulk(&text);
     // Replicas get the result, not the increment (float formatting).

@@ -667,6 +667,15 @@ mod tests {
         assert_eq!(d.len(), 1000);
     }
 
+    /// A keyspace entry (16-byte value, LRU and LFU words) with a key of up
+    /// to 12 bytes takes jemalloc's 48-byte class: 1M small strings cost
+    /// 48 bytes each plus a bucket.
+    #[test]
+    fn a_small_keyspace_entry_fits_48_bytes() {
+        assert_eq!(EntryBox::<crate::db::Entry>::KEY_OFF, 36);
+        assert!(EntryBox::<crate::db::Entry>::layout(12).size() <= 48);
+    }
+
     #[test]
     fn short_and_long_keys_round_trip() {
         let mut d: Dict<usize> = Dict::new();

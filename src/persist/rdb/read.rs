@@ -489,11 +489,10 @@ impl<'a> Reader<'a> {
             }
         }
         Ok(Value::Hash(match table {
-            Some(d) => Hash::Table(d),
+            Some(d) => Hash::from_table(d),
             None => {
                 no_dups(fields.iter().map(|f| &f[..]), "Hash with dup elements")?;
-                pack::fit(&mut buf);
-                Hash::Pack { buf }
+                Hash::from_pack(buf)
             }
         }))
     }
@@ -593,7 +592,7 @@ fn packed_hash(items: &[Elem], dup_why: &str) -> Result<Hash, Bad> {
         strs.into_iter().chain(fields.iter().map(|f| &f[..])),
         dup_why,
     )?;
-    Ok(Hash::Pack { buf })
+    Ok(Hash::from_pack(buf))
 }
 
 fn to_dict(buf: &[u8]) -> Box<Dict<Box<[u8]>>> {
@@ -606,10 +605,7 @@ fn to_dict(buf: &[u8]) -> Box<Dict<Box<[u8]>>> {
 }
 
 fn to_table(h: Hash) -> Hash {
-    match h {
-        Hash::Pack { buf, .. } => Hash::Table(to_dict(&buf)),
-        t => t,
-    }
+    h.into_table()
 }
 
 /// A zset from alternating member/score elements (ziplist or listpack).

@@ -3,7 +3,6 @@
 use super::consts::*;
 use super::{intset, listpack, lzf};
 use crate::db::Value;
-use crate::types::hash::Hash;
 use crate::types::pack;
 use crate::types::set::Set;
 use crate::types::string::Str;
@@ -148,8 +147,8 @@ impl Encoder {
             Value::Set(_) => TYPE_SET,
             Value::ZSet(z) if z.is_listpack() => TYPE_ZSET_LISTPACK,
             Value::ZSet(_) => TYPE_ZSET_2,
-            Value::Hash(Hash::Pack { .. }) => TYPE_HASH_LISTPACK,
-            Value::Hash(Hash::Table(_)) => TYPE_HASH,
+            Value::Hash(h) if h.is_packed() => TYPE_HASH_LISTPACK,
+            Value::Hash(_) => TYPE_HASH,
         }
     }
 
@@ -178,17 +177,19 @@ impl Encoder {
                     }
                 }
             },
-            Value::Hash(h @ Hash::Pack { buf }) => {
-                self.listpack_of(buf, h.len() * 2);
-                self.scratch_string();
-            }
-            Value::Hash(Hash::Table(d)) => {
-                self.len(d.len() as u64);
-                for (f, v) in d.iter() {
-                    self.string(f);
-                    self.string(v);
+            Value::Hash(h) => match h.packed() {
+                Some(buf) => {
+                    self.listpack_of(buf, h.len() * 2);
+                    self.scratch_string();
                 }
-            }
+                None => {
+                    self.len(h.len() as u64);
+                    for (f, v) in h.iter() {
+                        self.string(f);
+                        self.string(v);
+                    }
+                }
+            },
             Value::ZSet(z) if z.is_listpack() => self.zset_listpack(z),
             Value::ZSet(z) => {
                 // Greatest first, as Redis walks its skiplist backwards.
