@@ -150,6 +150,7 @@ impl Encoder {
             Value::ZSet(_) => TYPE_ZSET_2,
             Value::Hash(Hash::Pack { .. }) => TYPE_HASH_LISTPACK,
             Value::Hash(Hash::Table(_)) => TYPE_HASH,
+            Value::Stream(_) => TYPE_STREAM_LISTPACKS_2,
         }
     }
 
@@ -189,6 +190,7 @@ impl Encoder {
                     self.string(v);
                 }
             }
+            Value::Stream(s) => self.stream(s),
             Value::ZSet(z) if z.is_listpack() => self.zset_listpack(z),
             Value::ZSet(z) => {
                 // Greatest first, as Redis walks its skiplist backwards.
