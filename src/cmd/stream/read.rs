@@ -501,7 +501,14 @@ pub fn serve_waiters(
         match verdict {
             None => continue,
             Some(Err(text)) => {
-                blocking::unregister(srv, &mut waiter);
+                let Some(b) = blocking::unregister(srv, &mut waiter) else {
+                    continue;
+                };
+                // Counted as the blocked command failing (its call was
+                // counted when it blocked).
+                let code = text.split(' ').next().unwrap_or("ERR");
+                srv.stats.error(code.to_string());
+                srv.stats.cmd(b.id).failed += 1;
                 waiter.reply.error_line(text);
                 waiter.unblocked = true;
                 drop(waiter);
