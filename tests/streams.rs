@@ -398,7 +398,6 @@ fn streams_survive_an_aof_rewrite_and_restart() {
     };
     build(&mut runner);
     let want = describe_all_with(&mut runner, &mut mask_seen);
-    drop(runner);
     let rewriting = |c: &mut Raw| {
         let Value::Bulk(info) = run(c, &["INFO", "persistence"]) else {
             panic!()
@@ -422,6 +421,23 @@ fn streams_survive_an_aof_rewrite_and_restart() {
     }
     drop(c);
     drop(h);
+    // The base file holds the streams as commands (rewriteStreamObject).
+    let base: Vec<u8> = std::fs::read_dir(dir.join("appendonlydir"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains(".base.aof"))
+        .flat_map(|e| std::fs::read(e.path()).unwrap())
+        .collect();
+    let base = String::from_utf8_lossy(&base);
+    for word in [
+        "XSETID",
+        "ENTRIESADDED",
+        "XCLAIM",
+        "CREATECONSUMER",
+        "ENTRIESREAD",
+    ] {
+        assert!(base.contains(word), "{word} not in the rewritten base");
+    }
     let h = common::start_with(&flags);
     let mut c = Raw::connect(&h);
     // Consumers' seen-times are set again by the commands replayed at

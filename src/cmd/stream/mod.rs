@@ -306,7 +306,7 @@ fn xsetid(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         i += 2;
     }
     let s = ctx.db().write::<Stream>(key)?.ok_or(Error::NoSuchKey)?;
-    if s.len() > 0 {
+    if !s.is_empty() {
         if id < s.last_valid_id() {
             return Err(Error::msg(err::XSETID_BELOW_TOP));
         }

@@ -54,7 +54,7 @@ fn parse_opts<'a>(ctx: &Ctx, args: &Args<'a>, group_cmd: bool) -> Result<ReadOpt
         } else if a.eq_ignore_ascii_case(b"STREAMS") && more > 0 {
             o.keys_at = i + 1;
             let n = argc - o.keys_at;
-            if n % 2 != 0 {
+            if !n.is_multiple_of(2) {
                 return Err(Error::msg(err::UNBALANCED));
             }
             o.nkeys = n / 2;
@@ -106,7 +106,7 @@ pub fn xread_keys(args: &Args) -> Vec<usize> {
     }
     let Some(at) = streams else { return Vec::new() };
     let n = argc - at - 1;
-    if n == 0 || n % 2 != 0 {
+    if n == 0 || !n.is_multiple_of(2) {
         return Vec::new();
     }
     (at + 1..at + 1 + n / 2).collect()
@@ -191,10 +191,10 @@ fn read_generic(ctx: &mut Ctx, args: &Args, group_cmd: bool) -> CmdResult {
             (Want::After(id), Some(_)) => Some((id, true)),
             (Want::New, Some((g, _))) => {
                 let last = s.groups.get(g).map_or(StreamId::MAX, |g| g.last_id);
-                (s.len() > 0 && s.last_valid_id() > last).then_some((last, false))
+                (!s.is_empty() && s.last_valid_id() > last).then_some((last, false))
             }
             (Want::After(id), None) => {
-                (s.len() > 0 && s.last_valid_id() > id).then_some((id, false))
+                (!s.is_empty() && s.last_valid_id() > id).then_some((id, false))
             }
             (Want::New, None) => None,
         };

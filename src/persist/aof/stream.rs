@@ -17,7 +17,7 @@ fn cmd(w: &mut dyn Write, args: &[&[u8]]) -> io::Result<()> {
 pub fn rewrite(w: &mut dyn Write, key: &[u8], s: &Stream) -> io::Result<()> {
     let mut i1 = itoa::Buffer::new();
     let mut i2 = itoa::Buffer::new();
-    if s.len() > 0 {
+    if !s.is_empty() {
         for e in s.range(StreamId::MIN, StreamId::MAX, false) {
             let mut tmp = Vec::with_capacity(e.len() * 2);
             for (f, v) in e.fields() {

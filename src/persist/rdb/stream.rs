@@ -100,7 +100,7 @@ impl<'a> Reader<'a> {
             s.entries_added = s.len();
             s.first_id = s.edge_id(true, true);
         }
-        if s.len() != 0 && s.node_count() == 0 {
+        if !s.is_empty() && s.node_count() == 0 {
             return corrupt("Stream length inconsistent with rax entries");
         }
         let groups = self.length()?;
