@@ -1,6 +1,6 @@
 //! XINFO STREAM [FULL [COUNT n]], GROUPS, CONSUMERS and HELP.
 
-use super::{int_arg, now_ms, write_entry, write_id, write_range};
+use super::{int_arg, now_ms, upto, write_entry, write_id, write_range};
 use crate::command::flags::*;
 use crate::command::{Args, CommandSpec};
 use crate::error::{stream as err, CmdResult, Error};
@@ -168,11 +168,7 @@ fn stream(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         out.bulk(b"pel-count");
         out.int(g.pel.len() as i64);
         out.bulk(b"pending");
-        let shown: Vec<_> = if count == 0 {
-            g.pel.iter().collect()
-        } else {
-            g.pel.iter().take(count).collect()
-        };
+        let shown: Vec<_> = g.pel.iter().take(upto(count)).collect();
         out.array(shown.len());
         for (id, n) in shown {
             out.array(4);
@@ -192,11 +188,7 @@ fn stream(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             out.bulk(b"pel-count");
             out.int(c.pel.len() as i64);
             out.bulk(b"pending");
-            let ids: Vec<_> = if count == 0 {
-                c.pel.iter().collect()
-            } else {
-                c.pel.iter().take(count).collect()
-            };
+            let ids: Vec<_> = c.pel.iter().take(upto(count)).collect();
             out.array(ids.len());
             for id in ids {
                 let n = &g.pel[id];

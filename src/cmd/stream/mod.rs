@@ -94,6 +94,15 @@ pub(crate) fn int_arg_or(arg: &[u8], msg: &'static str) -> Result<i64, Error> {
     crate::types::number::parse_i64(arg).ok_or(Error::msg(msg))
 }
 
+/// A COUNT where 0 means no limit, as a `take` bound.
+pub(crate) fn upto(count: usize) -> usize {
+    if count == 0 {
+        usize::MAX
+    } else {
+        count
+    }
+}
+
 pub(crate) fn write_id(out: &mut Reply, id: StreamId) {
     out.bulk(id.format(&mut IdBuf::default()));
 }

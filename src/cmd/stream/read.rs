@@ -397,12 +397,11 @@ fn history_range(
         .consumers
         .get(consumer)
         .map(|c| {
-            let it = c.pel.range(start..);
-            if count == 0 {
-                it.copied().collect()
-            } else {
-                it.take(count).copied().collect()
-            }
+            c.pel
+                .range(start..)
+                .take(super::upto(count))
+                .copied()
+                .collect()
         })
         .unwrap_or_default();
     out.array(ids.len());
