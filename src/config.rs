@@ -177,6 +177,9 @@ pub struct Config {
     pub hash_max_listpack_entries: usize,
     pub hash_max_listpack_value: usize,
     pub set_max_intset_entries: usize,
+    /// `stream-node-max-bytes` and `stream-node-max-entries` (0: no limit).
+    pub stream_node_max_bytes: usize,
+    pub stream_node_max_entries: i64,
     /// `client-output-buffer-limit`, per client class (pub/sub family).
     pub obuf_limits: crate::server::pubsub::OutputLimits,
     /// `tracking-table-max-keys` (client-side caching).
@@ -239,6 +242,8 @@ impl Default for Config {
             hash_max_listpack_entries: 128,
             hash_max_listpack_value: 64,
             set_max_intset_entries: 512,
+            stream_node_max_bytes: 4096,
+            stream_node_max_entries: 100,
             obuf_limits: Default::default(),
             tracking_table_max_keys: 1_000_000,
             zset_max_listpack_entries: 128,
@@ -489,6 +494,8 @@ impl Config {
             "hash-max-listpack-entries" => self.hash_max_listpack_entries = int() as usize,
             "hash-max-listpack-value" => self.hash_max_listpack_value = int() as usize,
             "set-max-intset-entries" => self.set_max_intset_entries = int() as usize,
+            "stream-node-max-bytes" => self.stream_node_max_bytes = int().max(0) as usize,
+            "stream-node-max-entries" => self.stream_node_max_entries = int().max(0),
             "client-output-buffer-limit" => {
                 self.obuf_limits = crate::server::pubsub::OutputLimits::default()
                     .parse_onto(&v)

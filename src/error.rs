@@ -306,3 +306,100 @@ pub mod text {
     /// A reply that exists only in RESP3 (DEBUG PROTOCOL PUSH) asked for over RESP2.
     pub const RESP2_NOT_SUPPORTED: &str = "RESP2 is not supported by this command";
 }
+
+/// Stream command errors (t_stream.c, blocked.c), with Redis's texts.
+pub mod stream {
+    use super::Error;
+
+    pub const INVALID_ID: &str = "Invalid stream ID specified as stream command argument";
+    pub const XADD_ID_ZERO: &str = "The ID specified in XADD must be greater than 0-0";
+    pub const XADD_EXHAUSTED: &str =
+        "The stream has exhausted the last possible ID, unable to add more items";
+    pub const XADD_ID_SMALL: &str =
+        "The ID specified in XADD is equal or smaller than the target stream top item";
+    pub const TOO_LARGE: &str = "Elements are too large to be stored";
+    pub const MAXLEN_AND_MINID: &str =
+        "syntax error, MAXLEN and MINID options at the same time are not compatible";
+    pub const MAXLEN_NEGATIVE: &str = "The MAXLEN argument must be >= 0.";
+    pub const LIMIT_NEGATIVE: &str = "The LIMIT argument must be >= 0.";
+    pub const LIMIT_WITHOUT_STRATEGY: &str =
+        "syntax error, LIMIT cannot be used without specifying a trimming strategy";
+    pub const XTRIM_WITHOUT_STRATEGY: &str =
+        "syntax error, XTRIM must be called with a trimming strategy";
+    pub const LIMIT_WITHOUT_APPROX: &str =
+        "syntax error, LIMIT cannot be used without the special ~ option";
+    pub const START_INVALID: &str = "invalid start ID for the interval";
+    pub const END_INVALID: &str = "invalid end ID for the interval";
+    pub const UNBALANCED: &str =
+        "Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.";
+    pub const GROUP_IN_XREAD: &str =
+        "The GROUP option is only supported by XREADGROUP. You called XREAD instead.";
+    pub const NOACK_IN_XREAD: &str =
+        "The NOACK option is only supported by XREADGROUP. You called XREAD instead.";
+    pub const MISSING_GROUP: &str = "Missing GROUP option for XREADGROUP";
+    pub const DOLLAR_IN_GROUP: &str = "The $ ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID would just return an empty result set.";
+    pub const GT_WITHOUT_GROUP: &str = "The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option.";
+    pub const ENTRIESREAD_INVALID: &str = "value for ENTRIESREAD must be positive or -1";
+    pub const XGROUP_NO_KEY: &str = "The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to use the MKSTREAM option to create an empty stream automatically.";
+    pub const BUSYGROUP: &str = "BUSYGROUP Consumer Group name already exists";
+    pub const ENTRIES_ADDED_NEGATIVE: &str = "entries_added must be positive";
+    pub const XSETID_BELOW_MAXDELETED: &str =
+        "The ID specified in XSETID is smaller than the provided max_deleted_entry_id";
+    pub const XSETID_BELOW_TOP: &str =
+        "The ID specified in XSETID is smaller than the target stream top item";
+    pub const XSETID_ADDED_BELOW_LEN: &str =
+        "The entries_added specified in XSETID is smaller than the target stream length";
+    pub const XCLAIM_MINIDLE: &str = "Invalid min-idle-time argument for XCLAIM";
+    pub const XCLAIM_IDLE: &str = "Invalid IDLE option argument for XCLAIM";
+    pub const XCLAIM_TIME: &str = "Invalid TIME option argument for XCLAIM";
+    pub const XCLAIM_RETRYCOUNT: &str = "Invalid RETRYCOUNT option argument for XCLAIM";
+    pub const XAUTOCLAIM_MINIDLE: &str = "Invalid min-idle-time argument for XAUTOCLAIM";
+    pub const XAUTOCLAIM_COUNT: &str = "COUNT must be > 0";
+    pub const UNBLOCKED_DELETED: &str = "UNBLOCKED the stream key no longer exists";
+    pub const GROUP_DESTROYED: &str =
+        "NOGROUP the consumer group this client was blocked on no longer exists";
+
+    fn s(b: &[u8]) -> std::borrow::Cow<'_, str> {
+        String::from_utf8_lossy(b)
+    }
+
+    /// `NOGROUP No such key '<key>' or consumer group '<group>'` (XPENDING, XCLAIM, XAUTOCLAIM).
+    pub fn no_key_or_group(key: &[u8], group: &[u8]) -> Error {
+        Error::coded(format!(
+            "NOGROUP No such key '{}' or consumer group '{}'",
+            s(key),
+            s(group)
+        ))
+    }
+
+    /// The same for XREADGROUP.
+    pub fn no_key_or_group_read(key: &[u8], group: &[u8]) -> Error {
+        Error::coded(format!(
+            "NOGROUP No such key '{}' or consumer group '{}' in XREADGROUP with GROUP option",
+            s(key),
+            s(group)
+        ))
+    }
+
+    /// `NOGROUP No such consumer group '<group>' for key name '<key>'` (XGROUP, XINFO).
+    pub fn no_group(group: &[u8], key: &[u8]) -> Error {
+        Error::coded(format!(
+            "NOGROUP No such consumer group '{}' for key name '{}'",
+            s(group),
+            s(key)
+        ))
+    }
+
+    /// `<CMD> command is not allowed with BLOCK option from scripts`.
+    pub fn block_in_script(cmd: &[u8]) -> Error {
+        Error::msg(format!(
+            "{} command is not allowed with BLOCK option from scripts",
+            s(cmd)
+        ))
+    }
+
+    /// `Unrecognized XCLAIM option '<opt>'`.
+    pub fn xclaim_option(opt: &[u8]) -> Error {
+        Error::msg(format!("Unrecognized XCLAIM option '{}'", s(opt)))
+    }
+}

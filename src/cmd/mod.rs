@@ -40,6 +40,7 @@ pub mod scripting;
 pub mod server;
 pub mod set;
 pub mod sort;
+pub mod stream;
 pub mod string;
 pub mod tracking;
 pub mod txn;
@@ -56,6 +57,7 @@ pub static ALL: &[&[CommandSpec]] = &[
     zset::SPECS,
     bitmap::SPECS,
     hll::SPECS,
+    stream::SPECS,
     txn::SPECS,
     scripting::SPECS,
     pubsub::SPECS,

@@ -147,6 +147,35 @@ pub static RULES: &[(&str, Rule)] = &[
     ("zunionstore", Verbatim),
     ("zinterstore", Verbatim),
     ("zdiffstore", Verbatim),
+    // streams
+    (
+        "xadd",
+        Rewritten("with the id it generated; an approximate trim as MAXLEN = length / MINID = first id"),
+    ),
+    ("xdel", Verbatim),
+    (
+        "xtrim",
+        Rewritten("an approximate trim as MAXLEN = length / MINID = first id, only when it removed entries"),
+    ),
+    ("xsetid", Verbatim),
+    (
+        "xreadgroup",
+        Rewritten("XCLAIM key group consumer 0 id TIME t RETRYCOUNT n FORCE JUSTID LASTID id per delivered entry; with NOACK XGROUP SETID / CREATECONSUMER"),
+    ),
+    ("xack", Verbatim),
+    (
+        "xclaim",
+        Rewritten("XCLAIM ... TIME t RETRYCOUNT n FORCE JUSTID LASTID id per claimed or dropped entry; XGROUP SETID for a LASTID alone"),
+    ),
+    (
+        "xautoclaim",
+        Rewritten("XCLAIM ... TIME t RETRYCOUNT n FORCE JUSTID LASTID id per claimed or dropped entry"),
+    ),
+    ("xgroup|create", Verbatim),
+    ("xgroup|setid", Verbatim),
+    ("xgroup|destroy", Verbatim),
+    ("xgroup|createconsumer", Verbatim),
+    ("xgroup|delconsumer", Verbatim),
     // bitmaps and HyperLogLog
     ("setbit", Verbatim),
     ("bitop", Verbatim),

@@ -136,6 +136,7 @@ pub fn effort(v: &Value) -> usize {
         Value::Set(s) if s.encoding() == "hashtable" => s.len(),
         Value::Hash(h) if h.encoding() == "hashtable" => h.len(),
         Value::ZSet(z) if !z.is_listpack() => z.len(),
+        Value::Stream(s) => s.free_effort(),
         Value::Set(_) | Value::Hash(_) | Value::ZSet(_) => 1,
     }
 }

@@ -455,6 +455,9 @@ impl Db {
                 let old = std::mem::replace(&mut slot.val, val);
                 slot.lru = now_secs();
                 lazyfree::free(old, Why::ServerDel);
+                // A stream replaced by another value: its XREADGROUP
+                // waiters are answered (Redis's `dbSetValue`).
+                self.signal_ready(key);
             }
             None => self.add_new(key, val),
         }
@@ -490,6 +493,9 @@ impl Db {
         if !self.expires.is_empty() {
             self.expires.remove(key);
         }
+        // XREADGROUP waiters are answered when their key goes (Redis's
+        // `signalDeletedKeyAsReady`).
+        self.signal_ready(key);
         lazyfree::free(e.val, why);
         true
     }
@@ -512,6 +518,16 @@ impl Db {
     /// Removes the expiry; true when there was one.
     pub fn persist(&mut self, key: &[u8]) -> bool {
         !self.expires.is_empty() && self.expires.remove(key).is_some()
+    }
+
+    /// Marks `key` ready for the clients blocked on it (Redis's
+    /// `signalKeyAsReady`): XADD to an existing stream, XGROUP DESTROY, and
+    /// the deletion of a key XREADGROUP waits on.
+    #[inline]
+    pub fn signal_ready(&mut self, key: &[u8]) {
+        if !self.waiters.is_empty() && self.waiters.contains_key(key) {
+            self.ready.push(key.into());
+        }
     }
 
     /// Marks a key as modified for WATCH (Redis's `signalModifiedKey`).
@@ -558,6 +574,13 @@ impl Db {
     /// this returns at once whatever their size.
     pub fn clear(&mut self, lazy: bool) -> usize {
         self.touch_all_existing();
+        // Keys clients wait on are gone: XREADGROUP waiters are answered
+        // (Redis's `scanDatabaseForDeletedKeys`).
+        for k in self.waiters.keys() {
+            if self.keys.contains_key(k) {
+                self.ready.push(k.clone());
+            }
+        }
         let n = self.keys.len();
         if lazy && n > 0 {
             let keys = std::mem::replace(&mut self.keys, Dict::guarded());
@@ -574,7 +597,7 @@ impl Db {
     /// watchers and waiters stay with their database number.
     /// Touches watched keys as Redis's `touchAllWatchedKeysInDb` does (a
     /// watched key of either database that exists in either one), and marks
-    /// keys that clients wait on and that now exist as ready.
+    /// every key clients wait on as ready (it may exist now, or be gone).
     pub fn swap_data(&mut self, other: &mut Db) {
         // A watched key is touched when it exists on either side. When
         // neither side holds a live value (an expired key leaves, and nothing
@@ -610,16 +633,11 @@ impl Db {
         std::mem::swap(&mut self.keys, &mut other.keys);
         std::mem::swap(&mut self.expires, &mut other.expires);
         for db in [self, other] {
-            let Db {
-                keys,
-                waiters,
-                ready,
-                ..
-            } = db;
+            let Db { waiters, ready, .. } = db;
+            // Keys that now exist, and (for XREADGROUP waiters) keys that
+            // went away.
             for k in waiters.keys() {
-                if keys.contains_key(k) {
-                    ready.push(k.clone());
-                }
+                ready.push(k.clone());
             }
         }
     }

@@ -8,7 +8,7 @@
 
 use super::{announce_new, Db, Entry, Value};
 use crate::error::Error;
-use crate::types::{hash::Hash, list::List, set::Set, string::Str, zset::ZSet};
+use crate::types::{hash::Hash, list::List, set::Set, stream::Stream, string::Str, zset::ZSet};
 
 /// A Redis value type: its projection out of [`Value`] and its way back in.
 pub trait Typed: Sized {
@@ -50,6 +50,7 @@ typed!(List, List, std::convert::identity);
 typed!(Hash, Hash, std::convert::identity);
 typed!(Set, Set, Box::new);
 typed!(ZSet, ZSet, Box::new);
+typed!(Stream, Stream, Box::new);
 
 impl Db {
     /// The `T` at `key` for reading (Redis's `lookupKeyRead` + `checkType`):
@@ -116,6 +117,8 @@ impl Value {
             Value::Hash(h) => h.is_empty(),
             Value::Set(s) => s.is_empty(),
             Value::ZSet(z) => z.is_empty(),
+            // Redis keeps an empty stream (its ids and groups live on).
+            Value::Stream(_) => false,
         }
     }
 }

@@ -1,6 +1,6 @@
 //! The value stored under a key: one variant per Redis data type.
 
-use crate::types::{hash::Hash, list::List, set::Set, string::Str, zset::ZSet};
+use crate::types::{hash::Hash, list::List, set::Set, stream::Stream, string::Str, zset::ZSet};
 
 /// A key's value. Each type's representation (and its compact small encoding)
 /// lives in `types/`, free of RESP.
@@ -10,6 +10,7 @@ pub enum Value {
     Hash(Hash),
     Set(Box<Set>),
     ZSet(Box<ZSet>),
+    Stream(Box<Stream>),
 }
 
 /// The type names `TYPE` and `SCAN ... TYPE` use.
@@ -20,6 +21,7 @@ pub enum Kind {
     Hash,
     Set,
     ZSet,
+    Stream,
 }
 
 impl Kind {
@@ -30,6 +32,7 @@ impl Kind {
             Kind::Hash => "hash",
             Kind::Set => "set",
             Kind::ZSet => "zset",
+            Kind::Stream => "stream",
         }
     }
 
@@ -42,6 +45,7 @@ impl Kind {
             b"hash" => Kind::Hash,
             b"set" => Kind::Set,
             b"zset" => Kind::ZSet,
+            b"stream" => Kind::Stream,
             _ => return None,
         })
     }
@@ -55,6 +59,7 @@ impl Value {
             Value::Hash(_) => Kind::Hash,
             Value::Set(_) => Kind::Set,
             Value::ZSet(_) => Kind::ZSet,
+            Value::Stream(_) => Kind::Stream,
         }
     }
 
@@ -66,6 +71,7 @@ impl Value {
             Value::Hash(h) => h.encoding(),
             Value::Set(s) => s.encoding(),
             Value::ZSet(z) => z.encoding(),
+            Value::Stream(s) => s.encoding(),
         }
     }
 
@@ -77,6 +83,7 @@ impl Value {
             Value::Hash(h) => Value::Hash(h.clone()),
             Value::Set(s) => Value::Set(s.clone()),
             Value::ZSet(z) => Value::ZSet(z.clone()),
+            Value::Stream(s) => Value::Stream(s.clone()),
         }
     }
 }

@@ -213,6 +213,8 @@ fn serve_ready_keys(srv: &mut Server, current: &mut Client) {
 }
 
 fn serve_key(srv: &mut Server, current: &mut Client, db: usize, key: &[u8]) {
+    // Stream readers do not consume: each is served or kept in its place.
+    crate::cmd::stream::read::serve_waiters(srv, current, db, key);
     loop {
         let Some(&id) = srv.ks.dbs[db].waiters.get(key).and_then(|q| q.front()) else {
             return;
@@ -227,8 +229,8 @@ fn serve_key(srv: &mut Server, current: &mut Client, db: usize, key: &[u8]) {
         }
         let mut waiter = cell.state.borrow_mut();
         let kind = match &waiter.blocked {
-            Some(b) => b.kind,
-            None => return,
+            Some(b) if b.kind != Kind::Stream => b.kind,
+            _ => return,
         };
         match srv.ks.dbs[db].peek(key) {
             Some(v) if v.kind() == kind && !srv.ks.dbs[db].is_expired(key) => {}
@@ -238,27 +240,7 @@ fn serve_key(srv: &mut Server, current: &mut Client, db: usize, key: &[u8]) {
         let Some(b) = unregister(srv, &mut waiter) else {
             return; // looked up as blocked just above
         };
-        let cmd = CmdRef {
-            id: b.id,
-            spec: b.spec,
-        };
-        let args = b.argv.args();
-        match gate::admit(srv, &waiter, cmd, &args, Caller::Woken) {
-            Verdict::Run(cmd) => {
-                srv.prop.serving_blocked = true;
-                call(srv, &mut waiter, cmd, &args, false);
-                srv.prop.serving_blocked = false;
-            }
-            Verdict::Reject(cmd, r) => crate::command::dispatch::reject(srv, &mut waiter, cmd, &r),
-            Verdict::Queue(_) | Verdict::Postpone => {
-                unreachable!("a woken command runs or is refused")
-            }
-        }
-        crate::server::notify::flush(srv, &mut waiter);
-        // Waiting again (nothing it could take): the original deadline stands.
-        if let Some(again) = waiter.blocked.as_mut() {
-            again.deadline_ms = b.deadline_ms;
-        }
+        run_woken(srv, &mut waiter, &b);
         let blocked_again = waiter.blocked.is_some();
         if !blocked_again {
             waiter.unblocked = true;
@@ -268,6 +250,32 @@ fn serve_key(srv: &mut Server, current: &mut Client, db: usize, key: &[u8]) {
         if blocked_again {
             return;
         }
+    }
+}
+
+/// Runs an unblocked client's command again (through the gate, as Redis
+/// re-processes it); if it blocks again, its original deadline stands.
+pub(crate) fn run_woken(srv: &mut Server, waiter: &mut Client, b: &Blocked) {
+    let cmd = CmdRef {
+        id: b.id,
+        spec: b.spec,
+    };
+    let args = b.argv.args();
+    match gate::admit(srv, waiter, cmd, &args, Caller::Woken) {
+        Verdict::Run(cmd) => {
+            srv.prop.serving_blocked = true;
+            call(srv, waiter, cmd, &args, false);
+            srv.prop.serving_blocked = false;
+        }
+        Verdict::Reject(cmd, r) => crate::command::dispatch::reject(srv, waiter, cmd, &r),
+        Verdict::Queue(_) | Verdict::Postpone => {
+            unreachable!("a woken command runs or is refused")
+        }
+    }
+    crate::server::notify::flush(srv, waiter);
+    // Waiting again (nothing it could take): the original deadline stands.
+    if let Some(again) = waiter.blocked.as_mut() {
+        again.deadline_ms = b.deadline_ms;
     }
 }
 

@@ -8,6 +8,7 @@ pub mod longdouble;
 pub mod number;
 pub mod pack;
 pub mod set;
+pub mod stream;
 pub mod string;
 pub mod zset;
 

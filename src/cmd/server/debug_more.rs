@@ -126,6 +126,7 @@ fn value_digest(db: &Db, key: &[u8], d: &mut [u8; 20]) {
         Value::Set(_) => 2,
         Value::ZSet(_) => 3,
         Value::Hash(_) => 4,
+        Value::Stream(_) => 6,
     };
     mix_digest(d, &type_no.to_be_bytes());
     match v {
@@ -138,6 +139,20 @@ fn value_digest(db: &Db, key: &[u8], d: &mut [u8; 20]) {
                 mix_digest(&mut e, member);
                 mix_digest(&mut e, crate::types::number::fmt_g(score, 17).as_bytes());
                 xor_digest(d, &e);
+            }
+        }
+        Value::Stream(s) => {
+            for e in s.range(
+                Default::default(),
+                crate::types::stream::StreamId::MAX,
+                false,
+            ) {
+                mix_digest(d, format!("{}.{}", e.id.ms, e.id.seq).as_bytes());
+                let (mut t1, mut t2) = (itoa::Buffer::new(), itoa::Buffer::new());
+                for (f, v) in e.fields() {
+                    mix_digest(d, f.bytes(&mut t1));
+                    mix_digest(d, v.bytes(&mut t2));
+                }
             }
         }
         Value::Hash(h) => {

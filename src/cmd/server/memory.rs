@@ -185,6 +185,7 @@ fn usage_of(key: &[u8], v: &DbValue) -> usize {
         DbValue::Hash(h) => robj + 32 + h.len() * 32,
         DbValue::Set(s) => robj + 32 + s.len() * 16,
         DbValue::ZSet(z) => robj + 64 + z.len() * 48,
+        DbValue::Stream(s) => robj + s.mem_usage(),
     };
     DICT_ENTRY as usize + sds_size(key.len()) + body
 }

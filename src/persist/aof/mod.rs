@@ -20,6 +20,7 @@ pub mod load;
 pub mod manifest;
 pub mod rewrite;
 mod status;
+mod stream;
 mod writer;
 
 use std::fs::File;

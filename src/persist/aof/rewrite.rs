@@ -93,6 +93,7 @@ fn write_value(w: &mut dyn Write, key: &[u8], val: &Value) -> io::Result<()> {
             bulk(w, crate::types::number::fmt_g(score, 17).as_bytes())?;
             bulk(w, m)
         }),
+        Value::Stream(s) => super::stream::rewrite(w, key, s),
         Value::Hash(h) => batched(w, b"HMSET", key, h.len(), 2, h.iter(), |w, (f, v)| {
             bulk(w, f)?;
             bulk(w, v)

@@ -255,6 +255,23 @@ impl<'a> Iterator for Iter<'a> {
     }
 }
 
+/// The element at byte offset `pos` and the offset of the next one; None at
+/// the terminator or on a malformed entry (stream nodes are read this way).
+pub fn elem_at(lp: &[u8], pos: usize) -> Option<(Elem<'_>, usize)> {
+    if *lp.get(pos)? == EOF {
+        return None;
+    }
+    let mut it = Iter {
+        lp,
+        pos,
+        declared: 0,
+        seen: 0,
+        done: false,
+    };
+    let e = it.entry()?;
+    Some((e, it.pos))
+}
+
 /// Every element of a listpack, or `Err` when it is malformed.
 pub fn collect(lp: &[u8]) -> Result<Vec<Elem<'_>>, Malformed> {
     let it = iter(lp)?;

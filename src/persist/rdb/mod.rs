@@ -12,6 +12,7 @@ pub mod intset;
 pub mod listpack;
 pub mod lzf;
 pub mod read;
+mod stream;
 pub mod write;
 pub mod ziplist;
 

@@ -317,9 +317,12 @@ impl<'a> Reader<'a> {
                     module_type_name(id)
                 )));
             }
-            TYPE_STREAM_LISTPACKS | TYPE_STREAM_LISTPACKS_2 | TYPE_STREAM_LISTPACKS_3 => {
+            TYPE_STREAM_LISTPACKS | TYPE_STREAM_LISTPACKS_2 => {
+                Value::Stream(Box::new(self.stream(t == TYPE_STREAM_LISTPACKS_2)?))
+            }
+            TYPE_STREAM_LISTPACKS_3 => {
                 return Err(Bad::Unsupported(
-                    "The RDB file contains a stream, and this server does not have streams yet".into(),
+                    "The RDB file contains a Redis 7.2 stream (consumer active times), which this server cannot load yet".into(),
                 ))
             }
             _ => return corrupt(&format!("Unknown RDB encoding type {t}")),

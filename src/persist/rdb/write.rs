@@ -149,6 +149,7 @@ impl Encoder {
             Value::ZSet(_) => TYPE_ZSET_2,
             Value::Hash(h) if h.is_packed() => TYPE_HASH_LISTPACK,
             Value::Hash(_) => TYPE_HASH,
+            Value::Stream(_) => TYPE_STREAM_LISTPACKS_2,
         }
     }
 
@@ -190,6 +191,7 @@ impl Encoder {
                     }
                 }
             },
+            Value::Stream(s) => self.stream(s),
             Value::ZSet(z) if z.is_listpack() => self.zset_listpack(z),
             Value::ZSet(z) => {
                 // Greatest first, as Redis walks its skiplist backwards.
