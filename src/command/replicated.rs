@@ -147,6 +147,14 @@ pub static RULES: &[(&str, Rule)] = &[
     ("zunionstore", Verbatim),
     ("zinterstore", Verbatim),
     ("zdiffstore", Verbatim),
+    // geo
+    (
+        "geoadd",
+        Rewritten("zadd key [options] score member ... (the 52-bit scores)"),
+    ),
+    ("georadius", Verbatim),
+    ("georadiusbymember", Verbatim),
+    ("geosearchstore", Verbatim),
     // bitmaps and HyperLogLog
     ("setbit", Verbatim),
     ("bitop", Verbatim),
