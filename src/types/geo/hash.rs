@@ -168,7 +168,7 @@ pub fn score_bits(score: f64) -> u64 {
     const TWO63: f64 = 9_223_372_036_854_775_808.0;
     const INDEFINITE: u64 = 1 << 63;
     let signed = |x: f64| -> u64 {
-        if x.is_nan() || x >= TWO63 || x < -TWO63 {
+        if !(-TWO63..TWO63).contains(&x) {
             INDEFINITE
         } else {
             x as i64 as u64
