@@ -136,7 +136,7 @@ fn generic(ctx: &mut Ctx, args: &mut Args, src: usize, v: Variant) -> CmdResult 
     } else {
         found.len().min(q.count)
     };
-    search::sort(&mut found, order);
+    search::sort(&mut found, order, n);
     let found = &found[..n];
     match q.store {
         None => reply(out, &q, found),

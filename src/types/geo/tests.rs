@@ -134,7 +134,7 @@ fn search_by_radius_and_box_as_geosearch() {
         extent: Extent::Radius(200.0),
     };
     let mut found = search::search(&z, &shape, 0);
-    search::sort(&mut found, Order::Asc);
+    search::sort(&mut found, Order::Asc, usize::MAX);
     let got: Vec<_> = found
         .iter()
         .map(|p| (p.member, fmt::distance(p.dist / 1000.0), p.score as u64))
@@ -158,7 +158,7 @@ fn search_by_radius_and_box_as_geosearch() {
         },
     };
     let mut found = search::search(&z, &shape, 0);
-    search::sort(&mut found, Order::Desc);
+    search::sort(&mut found, Order::Desc, usize::MAX);
     let got: Vec<_> = found
         .iter()
         .map(|p| (p.member, fmt::distance(p.dist / 1000.0)))
