@@ -299,6 +299,52 @@ impl Error {
     }
 }
 
+/// The geo commands' `ERR` texts (`cmd::geo`, Redis's geo.c).
+pub mod geo {
+    use super::Error;
+
+    pub const NEED_RADIUS: &str = "need numeric radius";
+    pub const NEED_WIDTH: &str = "need numeric width";
+    pub const NEED_HEIGHT: &str = "need numeric height";
+    pub const RADIUS_NEGATIVE: &str = "radius cannot be negative";
+    pub const BOX_NEGATIVE: &str = "height or width cannot be negative";
+    pub const UNIT: &str = "unsupported unit provided. please use M, KM, FT, MI";
+    pub const NO_MEMBER: &str = "could not decode requested zset member";
+    pub const COUNT_POSITIVE: &str = "COUNT must be > 0";
+    pub const ANY_NEEDS_COUNT: &str = "the ANY argument requires COUNT argument";
+
+    /// A position outside longitude ±180 or the Mercator latitudes (C's `%f`).
+    pub fn invalid_lonlat(lon: f64, lat: f64) -> Error {
+        Error::msg(format!("invalid longitude,latitude pair {lon:.6},{lat:.6}"))
+    }
+
+    /// STORE/STOREDIST (or GEOSEARCHSTORE) with WITHDIST, WITHHASH or WITHCOORD.
+    pub fn store_with(searchstore: bool) -> Error {
+        let what = if searchstore {
+            "GEOSEARCHSTORE"
+        } else {
+            "STORE option in GEORADIUS"
+        };
+        Error::msg(format!(
+            "{what} is not compatible with WITHDIST, WITHHASH and WITHCOORD options"
+        ))
+    }
+
+    /// GEOSEARCH* without FROMMEMBER or FROMLONLAT; `cmd` as the client spelled it.
+    pub fn need_from(cmd: &str) -> Error {
+        Error::msg(format!(
+            "exactly one of FROMMEMBER or FROMLONLAT can be specified for {cmd}"
+        ))
+    }
+
+    /// GEOSEARCH* without BYRADIUS or BYBOX; `cmd` as the client spelled it.
+    pub fn need_by(cmd: &str) -> Error {
+        Error::msg(format!(
+            "exactly one of BYRADIUS and BYBOX can be specified for {cmd}"
+        ))
+    }
+}
+
 /// Texts of `ERR` errors raised from one place each, for `Error::msg`.
 pub mod text {
     /// DEBUG PROTOCOL with an unknown type name.

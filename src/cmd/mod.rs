@@ -28,6 +28,7 @@ pub mod aof;
 pub mod bitmap;
 pub mod cluster;
 pub mod connection;
+pub mod geo;
 pub mod hash;
 pub mod hll;
 pub mod keyspace;
@@ -55,6 +56,7 @@ pub static ALL: &[&[CommandSpec]] = &[
     set::SPECS,
     sort::SPECS,
     zset::SPECS,
+    geo::SPECS,
     bitmap::SPECS,
     hll::SPECS,
     stream::SPECS,

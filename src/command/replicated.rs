@@ -176,6 +176,14 @@ pub static RULES: &[(&str, Rule)] = &[
     ("xgroup|destroy", Verbatim),
     ("xgroup|createconsumer", Verbatim),
     ("xgroup|delconsumer", Verbatim),
+    // geo
+    (
+        "geoadd",
+        Rewritten("zadd key [options] score member ... (the 52-bit scores)"),
+    ),
+    ("georadius", Verbatim),
+    ("georadiusbymember", Verbatim),
+    ("geosearchstore", Verbatim),
     // bitmaps and HyperLogLog
     ("setbit", Verbatim),
     ("bitop", Verbatim),

@@ -1,5 +1,6 @@
 //! Data structures behind the values, free of RESP and of the keyspace.
 
+pub mod geo;
 pub mod glob;
 pub mod hash;
 pub mod hll;

@@ -10,6 +10,8 @@ mod read;
 mod setop;
 mod write;
 
+pub use write::zadd;
+
 use crate::command::flags::*;
 use crate::command::{Args, CommandSpec};
 use crate::db::{Db, Value};

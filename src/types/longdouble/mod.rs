@@ -80,6 +80,26 @@ impl LongDouble {
         round(n < 0, Big::from_u64(n.unsigned_abs()), 0, false)
     }
 
+    /// A `double` exactly (every double is a `long double`); `None` for NaN.
+    pub fn from_f64(d: f64) -> Option<LongDouble> {
+        if d.is_nan() {
+            return None;
+        }
+        if d.is_infinite() {
+            return Some(LongDouble::Inf { neg: d < 0.0 });
+        }
+        let bits = d.to_bits();
+        let neg = bits >> 63 == 1;
+        let exp = ((bits >> 52) & 0x7ff) as i64;
+        let frac = bits & ((1u64 << 52) - 1);
+        let (mant, e) = if exp == 0 {
+            (frac, -1074)
+        } else {
+            (frac | (1u64 << 52), exp - 1075)
+        };
+        Some(round(neg, Big::from_u64(mant), e, false))
+    }
+
     pub fn is_finite(&self) -> bool {
         matches!(self, LongDouble::Finite { .. })
     }
