@@ -121,3 +121,25 @@ pub fn user_channel_ok(u: &User, channel: &[u8], is_pattern: bool) -> bool {
         .iter()
         .any(|s| s.allchannels || channel_ok(&s.channels, channel, is_pattern))
 }
+
+/// True when some selector of `u` allows the command and grants `need`
+/// (`NEEDS_READ`, ...) on every key, `*` (Redis's
+/// `ACLUserCheckCmdWithUnrestrictedKeyAccess`: SORT's BY and GET read keys
+/// nobody named).
+pub fn unrestricted_key_access(u: &User, cmd: CmdRef, args: &Args, need: u8) -> bool {
+    let mut want = 0;
+    if need & NEEDS_READ != 0 {
+        want |= KEY_READ;
+    }
+    if need & NEEDS_WRITE != 0 {
+        want |= KEY_WRITE;
+    }
+    let mut keys = None;
+    u.selectors.iter().any(|s| {
+        check_selector(s, cmd, args, &mut keys).is_ok()
+            && (s.allkeys
+                || s.keys
+                    .iter()
+                    .any(|k| k.pattern == b"*" && k.flags & want == want))
+    })
+}

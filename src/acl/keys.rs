@@ -37,6 +37,9 @@ struct Spec {
 struct Plan {
     /// Key specs usable as they are (none unknown, no variable flags).
     specs: Option<Vec<Spec>>,
+    /// Redis's key specs name no key (none, or only `not_key` ones, as the
+    /// shard channel of SPUBLISH): the ACL checks no key.
+    keyless: bool,
     /// Access of the key specs, used for positions the fallback finds:
     /// (begin index, access) of index specs, and that of the last other
     /// spec (SORT's STORE, MIGRATE's KEYS: what Redis's key finders give).
@@ -80,6 +83,7 @@ fn plan(spec: &CommandSpec) -> Plan {
     let Some(meta) = crate::command::meta::get(spec.name) else {
         return Plan {
             specs: None,
+            keyless: false,
             by_index: Vec::new(),
             other_access: NEEDS_READ | NEEDS_WRITE,
         };
@@ -150,6 +154,7 @@ fn plan(spec: &CommandSpec) -> Plan {
     if any_key && usable {
         p.specs = Some(specs);
     }
+    p.keyless = !any_key;
     p
 }
 
@@ -240,6 +245,9 @@ pub fn keys(id: usize, spec: &CommandSpec, args: &Args) -> Vec<(usize, u8)> {
     };
     if let Some(access) = variable_access(spec.name, args) {
         out.push((1, access));
+        return out;
+    }
+    if p.keyless {
         return out;
     }
     if let Some(specs) = &p.specs {

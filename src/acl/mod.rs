@@ -19,6 +19,7 @@ pub mod user;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 
+use crate::command::{Args, CommandSpec};
 use crate::server::client::UserName;
 pub use check::Denied;
 pub use user::User;
@@ -146,6 +147,17 @@ impl Acl {
             self.users.insert(name.to_string(), u);
         }
         Ok(before)
+    }
+
+    /// True when `user` may read any key with this command (SORT's BY and GET).
+    pub fn reads_any_key(&self, user: &UserName, spec: &CommandSpec, args: &Args) -> bool {
+        match (self.user_of(user), rules::lookup(spec.name.as_bytes())) {
+            (Some(u), _) if u.unrestricted => true,
+            (Some(u), Some(cmd)) => {
+                check::unrestricted_key_access(u, cmd, args, keys::NEEDS_READ)
+            }
+            _ => false,
+        }
     }
 
     /// Records a denial or failed AUTH in the ACL log.
