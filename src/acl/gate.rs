@@ -11,9 +11,27 @@ use crate::error::{PermStage, Rejection};
 use crate::server::client::Client;
 use crate::server::Server;
 
+/// The gate's ACL stage past its fast path (the default user allowed
+/// everything): None when the client's user may run the command; else
+/// logs the denial and says why. Kept out of line so the gate stays small.
+#[inline(never)]
+pub fn check(
+    srv: &Server,
+    client: &Client,
+    cmd: CmdRef,
+    args: &Args,
+    caller: Caller,
+) -> Option<Rejection> {
+    let user = srv.acl.user_of(&client.user);
+    if user.is_some_and(|u| u.unrestricted) {
+        return None;
+    }
+    denied(srv, client, user, cmd, args, caller)
+}
+
 /// None when `user` may run the command; else logs the denial and says why.
 /// `user` None: the client's user was deleted (its connection is closing).
-pub fn denied(
+fn denied(
     srv: &Server,
     client: &Client,
     user: Option<&User>,

@@ -275,7 +275,11 @@ fn variable_access(name: &str, args: &Args) -> Option<u8> {
     match name {
         "set" => {
             let get = args.from(3).any(|a| a.eq_ignore_ascii_case(b"get"));
-            Some(if get { NEEDS_READ | NEEDS_WRITE } else { NEEDS_WRITE })
+            Some(if get {
+                NEEDS_READ | NEEDS_WRITE
+            } else {
+                NEEDS_WRITE
+            })
         }
         "bitfield" => {
             let mut readonly = true;

@@ -153,9 +153,7 @@ impl Acl {
     pub fn reads_any_key(&self, user: &UserName, spec: &CommandSpec, args: &Args) -> bool {
         match (self.user_of(user), rules::lookup(spec.name.as_bytes())) {
             (Some(u), _) if u.unrestricted => true,
-            (Some(u), Some(cmd)) => {
-                check::unrestricted_key_access(u, cmd, args, keys::NEEDS_READ)
-            }
+            (Some(u), Some(cmd)) => check::unrestricted_key_access(u, cmd, args, keys::NEEDS_READ),
             _ => false,
         }
     }

@@ -268,8 +268,8 @@ pub fn lookup(name: &[u8]) -> Option<CmdRef> {
 /// of a container in it (Redis's `ACLSetSelectorCommandBitsForCategory`).
 pub fn set_category(s: &mut Selector, cat: u32, on: bool) {
     let cats = categories::of_all();
-    for id in 0..table().all.len() {
-        if cats[id] & cat != 0 {
+    for (id, &c) in cats.iter().enumerate() {
+        if c & cat != 0 {
             s.change(id, on);
         }
     }
@@ -287,11 +287,13 @@ pub fn merge_selectors(args: &[&[u8]]) -> Result<Vec<Vec<u8>>, usize> {
             open = Some((i, a.to_vec()));
             continue;
         }
-        if let Some((_, sel)) = open.as_mut() {
+        if let Some((start, mut sel)) = open.take() {
             sel.push(b' ');
             sel.extend_from_slice(a);
             if a.last() == Some(&b')') {
-                out.push(open.take().unwrap().1);
+                out.push(sel);
+            } else {
+                open = Some((start, sel));
             }
             continue;
         }
