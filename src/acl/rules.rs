@@ -65,25 +65,13 @@ pub fn apply(u: &mut User, op: &[u8], allchannels: bool) -> Result<(), RuleError
         u.nopass = false;
         u.passwords.clear();
     } else if op[0] == b'>' || op[0] == b'#' {
-        let h = if op[0] == b'>' {
-            hash_password(&op[1..])
-        } else if valid_hash(&op[1..]) {
-            String::from_utf8_lossy(&op[1..]).into_owned()
-        } else {
-            return Err(RuleError::BadHash);
-        };
+        let h = password_hash(op, b'>')?;
         if !u.passwords.contains(&h) {
             u.passwords.push(h);
         }
         u.nopass = false;
     } else if op[0] == b'<' || op[0] == b'!' {
-        let h = if op[0] == b'<' {
-            hash_password(&op[1..])
-        } else if valid_hash(&op[1..]) {
-            String::from_utf8_lossy(&op[1..]).into_owned()
-        } else {
-            return Err(RuleError::BadHash);
-        };
+        let h = password_hash(op, b'<')?;
         let Some(at) = u.passwords.iter().position(|p| *p == h) else {
             return Err(RuleError::NoSuchPassword);
         };
@@ -109,6 +97,19 @@ pub fn apply(u: &mut User, op: &[u8], allchannels: bool) -> Result<(), RuleError
         apply_selector(u.root_mut(), op)?;
     }
     Ok(())
+}
+
+/// The hash a password rule names: of the clear text after `clear`
+/// (`>`/`<`), or the hash itself after `#`/`!`.
+fn password_hash(op: &[u8], clear: u8) -> Result<String, RuleError> {
+    let rest = &op[1..];
+    if op[0] == clear {
+        Ok(hash_password(rest))
+    } else if valid_hash(rest) {
+        Ok(String::from_utf8_lossy(rest).into_owned())
+    } else {
+        Err(RuleError::BadHash)
+    }
 }
 
 /// A selector from the words inside `( ... )`, split as Redis's

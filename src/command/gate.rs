@@ -335,7 +335,7 @@ pub fn resolve(args: &Args) -> Result<CmdRef, Error> {
 }
 
 /// C's `%.Ns` of a binary argument: stops at a NUL byte and after N bytes.
-fn c_str(b: &[u8], max: usize) -> String {
+pub(crate) fn c_str(b: &[u8], max: usize) -> String {
     let end = b.iter().position(|&c| c == 0).unwrap_or(b.len()).min(max);
     String::from_utf8_lossy(&b[..end]).into_owned()
 }

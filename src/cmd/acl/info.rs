@@ -2,6 +2,7 @@
 
 use crate::acl::categories::{self, NAMES};
 use crate::acl::check::{self, Denied};
+use crate::command::gate::c_str;
 use crate::command::table::table;
 use crate::command::{Args, Argv};
 use crate::error::{CmdResult, Error};
@@ -42,12 +43,6 @@ pub fn cat(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         out.bulk(n.as_bytes());
     }
     Ok(())
-}
-
-/// C's `%.Ns`.
-fn c_str(b: &[u8], max: usize) -> String {
-    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len()).min(max);
-    String::from_utf8_lossy(&b[..end]).into_owned()
 }
 
 /// Most bits ACL GENPASS gives.
