@@ -17,6 +17,8 @@ Examples:
   python3 compat/bench.py --raw "EVALSHA {sha:lock} 1 lock" --raw "INCR counter"
   python3 compat/bench.py --mem hashes --mem lists        # resident memory after the same fill
   python3 compat/bench.py --startup                       # start-up to 'Ready to accept connections'
+  python3 compat/bench.py --tests get,set --setup "ACL SETUSER u on >pw ~key:* -@all +get +set" \
+      --bench-args "--user u -a pw"                     # as an ACL user with a key pattern
   python3 compat/bench.py --tests set --server-args "--appendonly yes --appendfsync always"
 
 Workloads for --raw are redis-benchmark custom commands (`__rand_int__` works with -r).
@@ -194,6 +196,9 @@ def main():
     ap.add_argument("-d", "--size", type=int, default=3)
     ap.add_argument("-r", "--keyspace", type=int, default=0, help="redis-benchmark -r")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--bench-args", default="",
+                    help="more redis-benchmark flags, e.g. '--user u -a pw' (with --setup "
+                         "'ACL SETUSER u on >pw ~* +@all' to benchmark as an ACL user)")
     ap.add_argument("--mem", action="append", default=[], choices=sorted(FILLS), help="memory comparison")
     ap.add_argument("--startup", action="store_true", help="measure start-up time")
     ap.add_argument("--no-build", action="store_true")
@@ -259,6 +264,7 @@ def main():
         tests = a.tests if a.tests is not None else ("" if a.raw else "set,get,incr,mset")
         for p in a.pipelines.split(","):
             base = ["-n", str(a.requests), "-c", str(a.clients), "-P", p, "-d", str(a.size)]
+            base += a.bench_args.split()
             if a.keyspace:
                 base += ["-r", str(a.keyspace)]
             if tests:

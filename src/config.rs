@@ -66,6 +66,8 @@ pub static ACTED: &[&str] = &[
     "unixsocket",
     "unixsocketperm",
     "requirepass",
+    "acllog-max-len",
+    "acl-pubsub-default",
     "databases",
     "maxclients",
     "timeout",
@@ -141,6 +143,9 @@ pub struct Config {
     values: BTreeMap<&'static str, Vec<u8>>,
     /// Directives Oxidis reads but ignores (`rename-command`, ...), reported at start-up.
     pub warnings: Vec<String>,
+    /// `user` lines of the config file: the name, then its rules (selectors
+    /// merged), checked as Redis checks them while reading the file.
+    pub acl_users: Vec<Vec<Vec<u8>>>,
     /// Absolute path of the config file the server started with (CONFIG REWRITE target).
     pub config_file: Option<String>,
     /// A `save` line was seen while loading (later ones add to it, as in Redis).
@@ -221,6 +226,7 @@ impl Default for Config {
             unixsocket: None,
             unixsocketperm: 0,
             requirepass: None,
+            acl_users: Vec::new(),
             databases: 16,
             maxclients: 10000,
             timeout_secs: 0,

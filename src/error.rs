@@ -171,6 +171,55 @@ pub enum Rejection {
     ScriptNoScript,
     /// `redis.call`: a write (or may-replicate) command from a read-only script.
     ScriptWriteInReadOnly,
+    /// ACL: the user may not run the command, or touch one of its keys or
+    /// channels (the command's full name; the text depends on the stage).
+    NoPerm(crate::acl::Denied, &'static str, PermStage),
+}
+
+/// Where an ACL denial happened: each answers with its own text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PermStage {
+    /// A request (run or queued).
+    Request,
+    /// A queued command at EXEC: the rules changed since it was queued.
+    Exec,
+    /// `redis.call` in a script or function.
+    Script,
+}
+
+/// The ACL denial texts (Redis's `processCommand`, `execCommand`, `scriptVerifyACL`).
+fn no_perm(d: crate::acl::Denied, cmd: &str, stage: PermStage) -> Error {
+    use crate::acl::Denied;
+    match stage {
+        PermStage::Request => Error::coded(match d {
+            Denied::Command => {
+                format!("NOPERM this user has no permissions to run the '{cmd}' command")
+            }
+            Denied::Key(_) => {
+                "NOPERM this user has no permissions to access one of the keys used as arguments"
+                    .into()
+            }
+            Denied::Channel(_) => "NOPERM this user has no permissions to access one of the channels used as arguments".into(),
+        }),
+        PermStage::Exec => Error::coded(format!(
+            "NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: {}",
+            match d {
+                Denied::Command => "no permission to execute the command or subcommand",
+                Denied::Key(_) => "no permission to touch the specified keys",
+                Denied::Channel(_) => "no permission to access one of the channels used as arguments",
+            }
+        )),
+        PermStage::Script => Error::msg(format!(
+            "The user executing the script {}",
+            match d {
+                Denied::Command => "can't run this command or subcommand",
+                Denied::Key(_) => {
+                    "can't access at least one of the keys mentioned in the command arguments"
+                }
+                Denied::Channel(_) => "can't publish to the channel mentioned in the command",
+            }
+        )),
+    }
 }
 
 /// Redis's `shared.bgsaveerr`.
@@ -220,6 +269,7 @@ impl Rejection {
             Rejection::ScriptWriteInReadOnly => {
                 Error::msg("Write commands are not allowed from read-only scripts.")
             }
+            Rejection::NoPerm(d, cmd, stage) => no_perm(*d, cmd, *stage),
         }
     }
 }

@@ -16,6 +16,7 @@
 // Tests may unwrap. Exceptions are `expect` with the invariant stated.
 #![cfg_attr(not(test), deny(clippy::unwrap_used))]
 
+pub mod acl;
 pub mod clock;
 pub mod cmd;
 pub mod command;
@@ -153,6 +154,10 @@ fn run_on_thread(
                             .collect::<Vec<_>>();
                         let path = config.unixsocket.clone();
                         let srv = Rc::new(RefCell::new(server::Server::new(config)));
+                        if let Err(e) = acl::file::load_at_startup(&mut srv.borrow_mut()) {
+                            let _ = tx.send(Err(std::io::Error::other(e)));
+                            return;
+                        }
                         server::memory::init();
                         if let Some(a) = addrs.first() {
                             srv.borrow_mut().config.port = a.port();

@@ -100,31 +100,22 @@ fn select(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     Ok(())
 }
 
-/// Checks a username/password pair against `requirepass` (the default user).
-fn check_credentials(ctx: &Ctx, user: &[u8], pass: &[u8]) -> bool {
-    if user != b"default" {
-        return false;
+/// Authenticates the client as `user` when the password opens it; a
+/// failure is logged in the ACL log (Redis's `ACLAuthenticateUser`).
+fn authenticate(ctx: &mut Ctx, args: &Args, user: &[u8], pass: &[u8]) -> CmdResult {
+    if ctx.srv.acl.authenticate(user, pass).is_some() {
+        ctx.client.authenticated = true;
+        ctx.client.user = String::from_utf8_lossy(user).into_owned().into();
+        return Ok(());
     }
-    match &ctx.srv.config.requirepass {
-        Some(p) => same_secret(p, pass),
-        None => true, // the default user is `nopass` when no password is set
-    }
-}
-
-/// Compares two secrets in a time that tells nothing about where they
-/// differ or how long the stored one is (Redis's `time_independent_strcmp`
-/// idea): both are hashed to fixed-length digests, compared without an early
-/// exit. Only equal digests go on to the byte comparison, so a SHA-1
-/// collision is still refused and a wrong guess never reaches it.
-fn same_secret(stored: &[u8], given: &[u8]) -> bool {
-    use sha1::{Digest, Sha1};
-    let a = Sha1::digest(stored);
-    let b = Sha1::digest(given);
-    let diff = a
-        .iter()
-        .zip(b.iter())
-        .fold(0u8, |acc, (x, y)| acc | (x ^ y));
-    std::hint::black_box(diff) == 0 && stored == given
+    let context = if ctx.client.multi.is_some() {
+        crate::acl::log::Context::Multi
+    } else {
+        crate::acl::log::Context::Toplevel
+    };
+    let reason = crate::acl::log::Reason::Auth;
+    crate::acl::gate::log_event(ctx.srv, ctx.client, reason, args.at(0), user, context, args);
+    Err(Error::WrongPass)
 }
 
 /// ```text
@@ -136,7 +127,7 @@ fn auth(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         return Err(Error::Syntax);
     }
     let (user, pass) = if args.len() == 2 {
-        if ctx.srv.config.requirepass.is_none() {
+        if ctx.srv.acl.default.nopass {
             return Err(Error::msg(
                 "AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
             ));
@@ -145,14 +136,9 @@ fn auth(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     } else {
         (args.at(1), args.at(2))
     };
-    if check_credentials(ctx, user, pass) {
-        ctx.client.authenticated = true;
-        ctx.client.user = String::from_utf8_lossy(user).into_owned().into();
-        ctx.out().ok();
-        Ok(())
-    } else {
-        Err(Error::WrongPass)
-    }
+    authenticate(ctx, args, user, pass)?;
+    ctx.out().ok();
+    Ok(())
 }
 
 /// ```text
@@ -195,11 +181,7 @@ fn hello(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         }
     }
     if let Some((u, p)) = creds {
-        if !check_credentials(ctx, u, p) {
-            return Err(Error::WrongPass);
-        }
-        ctx.client.authenticated = true;
-        ctx.client.user = String::from_utf8_lossy(u).into_owned().into();
+        authenticate(ctx, args, u, p)?;
     }
     if !ctx.client.authenticated {
         return Err(Error::coded("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"));
@@ -254,7 +236,7 @@ fn reset(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
     }
     c.no_evict = false;
     c.no_touch = false;
-    c.authenticated = ctx.srv.config.requirepass.is_none();
+    c.authenticated = ctx.srv.acl.starts_authenticated();
     c.user = "default".into();
     ctx.out().simple("RESET");
     Ok(())
@@ -268,22 +250,4 @@ pub fn validate_client_name(name: &[u8]) -> CmdResult {
         ));
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::same_secret;
-
-    #[test]
-    fn secrets_compare_as_bytes() {
-        assert!(same_secret(b"\xff\xfe\xfd", b"\xff\xfe\xfd"));
-        assert!(!same_secret(
-            b"\xff\xfe\xfd",
-            "\u{fffd}\u{fffd}\u{fffd}".as_bytes()
-        ));
-        assert!(!same_secret(b"\xff\xfe\xfd", b"\xff\xfe"));
-        assert!(!same_secret(b"a", b"a\0"));
-        assert!(!same_secret(b"", b"x"));
-        assert!(same_secret(b"", b""));
-    }
 }

@@ -24,6 +24,7 @@ use crate::error::CmdResult;
 use crate::resp::encode::Reply;
 use crate::server::Ctx;
 
+pub mod acl;
 pub mod aof;
 pub mod bitmap;
 pub mod cluster;
@@ -68,6 +69,7 @@ pub static ALL: &[&[CommandSpec]] = &[
     server::persistence::SPECS,
     aof::SPECS,
     connection::SPECS,
+    acl::SPECS,
     cluster::SPECS,
 ];
 

@@ -51,7 +51,9 @@ struct Opts<'a> {
     store: Option<&'a [u8]>,
 }
 
-fn parse<'a>(args: &Args<'a>, readonly: bool) -> Result<Opts<'a>, Error> {
+/// `full_key_access`: the user may read every key, which BY (with a `*`)
+/// and GET need (Redis refuses them otherwise, as they read keys nobody named).
+fn parse<'a>(args: &Args<'a>, readonly: bool, full_key_access: bool) -> Result<Opts<'a>, Error> {
     let mut o = Opts {
         desc: false,
         alpha: false,
@@ -83,8 +85,18 @@ fn parse<'a>(args: &Args<'a>, readonly: bool) -> Result<Opts<'a>, Error> {
             let p = args.at(j + 1);
             o.by = Some(p);
             o.dontsort = !p.contains(&b'*');
+            if !o.dontsort && !full_key_access {
+                return Err(Error::msg(
+                    "BY option of SORT denied due to insufficient ACL permissions.",
+                ));
+            }
             j += 1;
         } else if a.eq_ignore_ascii_case(b"GET") && left >= 1 {
+            if !full_key_access {
+                return Err(Error::msg(
+                    "GET option of SORT denied due to insufficient ACL permissions.",
+                ));
+            }
             o.gets.push(args.at(j + 1));
             j += 1;
         } else {
@@ -149,7 +161,8 @@ struct Item {
 }
 
 fn sort_generic(ctx: &mut Ctx, args: &Args, readonly: bool) -> CmdResult {
-    let mut o = parse(args, readonly)?;
+    let full_key_access = ctx.srv.acl.reads_any_key(&ctx.client.user, ctx.spec, args);
+    let mut o = parse(args, readonly, full_key_access)?;
     let key = args.at(1);
     let in_script = ctx.in_script();
     let write = o.store.is_some();

@@ -81,7 +81,7 @@ pub fn admit(srv: &Server, client: &Client, cmd: CmdRef, args: &Args, caller: Ca
     match caller {
         Caller::Exec | Caller::Woken => {
             // Checked when they arrived; Redis checks ACL again at EXEC.
-            return match acl(srv, client, cmd, args) {
+            return match acl(srv, client, cmd, args, caller) {
                 Some(r) => reject(r),
                 None => Verdict::Run(cmd),
             };
@@ -101,13 +101,13 @@ pub fn admit(srv: &Server, client: &Client, cmd: CmdRef, args: &Args, caller: Ca
     if spec.has(flags::PROTECTED) && !crate::cmd::server::debug::debug_allowed(srv, client) {
         return reject(Rejection::Protected);
     }
-    if !client.authenticated && !spec.has(flags::NO_AUTH) {
+    if !client.authenticated && !spec.has(flags::NO_AUTH) && srv.acl.auth_required() {
         return reject(Rejection::NoAuth);
     }
     if client.multi.is_some() && spec.has(flags::NO_MULTI) {
         return reject(Rejection::NoMulti);
     }
-    if let Some(r) = acl(srv, client, cmd, args) {
+    if let Some(r) = acl(srv, client, cmd, args, caller) {
         return reject(r);
     }
     let obey = caller == Caller::Internal;
@@ -173,7 +173,12 @@ fn script_stage(
     }
     // Stale replica (`Can not execute the command on a stale replica`):
     // replication, not filed yet.
-    if let Some(r) = acl(srv, client, cmd, args) {
+    let caller = Caller::Script {
+        read_only,
+        allow_oom,
+        wrote,
+    };
+    if let Some(r) = acl(srv, client, cmd, args, caller) {
         return reject(r);
     }
     // Redis counts may-replicate commands as writes here, so read-only
@@ -201,10 +206,20 @@ fn script_stage(
 }
 
 /// ACL stage: the user's permissions on the command, its keys and channels.
-/// Issue 15 fills it; today every user has full access.
-#[inline]
-fn acl(_srv: &Server, _client: &Client, _cmd: CmdRef, _args: &Args) -> Option<Rejection> {
-    None
+/// The default user allowed everything (the usual case) costs two loads
+/// and a branch; everyone else goes to `acl::gate::check`.
+#[inline(always)]
+fn acl(
+    srv: &Server,
+    client: &Client,
+    cmd: CmdRef,
+    args: &Args,
+    caller: Caller,
+) -> Option<Rejection> {
+    if client.user.is_default() && srv.acl.default.unrestricted {
+        return None;
+    }
+    crate::acl::gate::check(srv, client, cmd, args, caller)
 }
 
 /// Cluster stage: MOVED / ASK / CROSSSLOT / CLUSTERDOWN for keys this node
@@ -320,7 +335,7 @@ pub fn resolve(args: &Args) -> Result<CmdRef, Error> {
 }
 
 /// C's `%.Ns` of a binary argument: stops at a NUL byte and after N bytes.
-fn c_str(b: &[u8], max: usize) -> String {
+pub(crate) fn c_str(b: &[u8], max: usize) -> String {
     let end = b.iter().position(|&c| c == 0).unwrap_or(b.len()).min(max);
     String::from_utf8_lossy(&b[..end]).into_owned()
 }
@@ -376,7 +391,9 @@ mod tests {
 
     #[test]
     fn stages_run_in_redis_order() {
-        let (srv, mut c) = setup();
+        let (mut srv, mut c) = setup();
+        // AUTH is needed while the default user has a password.
+        srv.acl.set_requirepass(Some(b"pw"));
         c.authenticated = false;
         // Arity comes before auth, auth before everything after it.
         assert_eq!(

@@ -44,7 +44,13 @@ impl Config {
                     })?;
                     self.load_text(&t)?;
                 }
-                "rename-command" | "user" | "loadmodule" | "sentinel" => {
+                "user" if !args.is_empty() => {
+                    let all = self.get("acl-pubsub-default") == Some("allchannels");
+                    let user = crate::acl::file::check_config_user(&words, &self.acl_users, all)
+                        .map_err(|e| fail(&e))?;
+                    self.acl_users.push(user);
+                }
+                "rename-command" | "loadmodule" | "sentinel" => {
                     self.warnings.push(format!(
                         "'{name}' is not supported by Oxidis and was ignored"
                     ));

@@ -172,6 +172,18 @@ pub fn option_lines(name: &'static str, kind: Kind, raw: &[u8]) -> Vec<String> {
 
 /// Rewrites `path` with the running configuration.
 pub fn rewrite(cfg: &Config, path: &str) -> Result<(), String> {
+    rewrite_with_users(cfg, path, None)
+}
+
+/// Rewrites `path` with the running configuration and, when `users` is
+/// given, the ACL users as `user` lines (none when `aclfile` is set: the
+/// file's own `user` lines are then dropped, as Redis's
+/// `rewriteConfigUserOption` does).
+pub fn rewrite_with_users(
+    cfg: &Config,
+    path: &str,
+    users: Option<&[String]>,
+) -> Result<(), String> {
     let old = match std::fs::read(path) {
         Ok(b) => String::from_utf8_lossy(&b).into_owned(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
@@ -199,6 +211,14 @@ pub fn rewrite(cfg: &Config, path: &str) -> Result<(), String> {
             };
             st.rewrite_line(p.name, l, f);
         }
+    }
+    if let Some(users) = users {
+        if cfg.get("aclfile").unwrap_or("").is_empty() {
+            for u in users {
+                st.rewrite_line("user", u.clone(), true);
+            }
+        }
+        st.rewritten.insert("user");
     }
     st.remove_orphaned();
     std::fs::write(path, st.content()).map_err(|e| super::os_error(&e))

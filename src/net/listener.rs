@@ -173,7 +173,7 @@ fn register_client(
     s.stats.connections_received += 1;
     let id = s.next_client_id;
     s.next_client_id += 1;
-    let need_auth = s.config.requirepass.is_some();
+    let need_auth = !s.acl.starts_authenticated();
     let mut client = Client::new(id, addr, laddr, kind, need_auth);
     client.fd = fd;
     if s.clients.len() >= s.config.maxclients {
@@ -183,7 +183,7 @@ fn register_client(
             .error_line(&crate::error::Error::MaxClients.text());
         client.close_after_reply = true;
     } else if s.config.protected_mode
-        && s.config.requirepass.is_none()
+        && s.acl.default.nopass
         && kind == ConnKind::Tcp
         && !client.addr.is_loopback()
     {

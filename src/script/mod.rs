@@ -350,6 +350,8 @@ pub fn run(srv: &mut Server, caller: &mut Client, call: Call<'_>) {
         ))
     });
     sc.db = caller.db;
+    // redis.call runs with the caller's ACL user (Redis's scriptPrepareForRun).
+    sc.user = caller.user.clone();
     sc.reply.resp = 2;
     sc.reply.buf.clear();
     let l = if call.is_function {

@@ -262,6 +262,11 @@ impl From<String> for Peer {
 pub struct UserName(Option<Box<str>>);
 
 impl UserName {
+    #[inline]
+    pub fn is_default(&self) -> bool {
+        self.0.is_none()
+    }
+
     pub fn as_str(&self) -> &str {
         self.0.as_deref().unwrap_or("default")
     }

@@ -82,6 +82,8 @@ pub struct Server {
     pub blocked_clients: usize,
     /// maxmemory: the eviction pool and the OOM state (`evict`).
     pub evict: evict::Eviction,
+    /// ACL users and the ACL log (`crate::acl`).
+    pub acl: crate::acl::Acl,
     /// Client memory and `maxmemory-clients` (see `client_mem`).
     pub client_mem: client_mem::Tracked,
 }
@@ -129,7 +131,7 @@ impl Server {
             client::Peer::from(peer),
             "127.0.0.1:6379",
             client::ConnKind::Tcp,
-            self.config.requirepass.is_some(),
+            !self.acl.starts_authenticated(),
         );
         let cell = Rc::new(ClientCell {
             state: std::cell::RefCell::new(client),
@@ -146,6 +148,7 @@ impl Server {
         let run_id = (0..40)
             .map(|_| char::from(b"0123456789abcdef"[(rng.next_u64() % 16) as usize]))
             .collect();
+        let acl = crate::acl::Acl::new(&config);
         Server {
             ks: Keyspace::new(config.databases),
             config,
@@ -178,6 +181,7 @@ impl Server {
             tracking: Default::default(),
             blocked_clients: Default::default(),
             evict: Default::default(),
+            acl,
             client_mem: Default::default(),
         }
     }

@@ -51,13 +51,23 @@ pub fn close_timed_out() {
 
 /// MIGRATE's keys (Redis's `migrateGetKeys`): `key`, or those after KEYS.
 pub fn migrate_keys(args: &Args) -> Vec<usize> {
-    for i in 6..args.len() {
-        if args.at(i).eq_ignore_ascii_case(b"keys") {
+    let mut i = 6;
+    while i < args.len() {
+        let a = args.at(i);
+        if a.eq_ignore_ascii_case(b"keys") {
             if !args.at(3).is_empty() {
                 return Vec::new();
             }
             return (i + 1..args.len()).collect();
         }
+        // The password after AUTH (user and password after AUTH2) may be
+        // the word KEYS (Redis's migrateGetKeys skips them).
+        if a.eq_ignore_ascii_case(b"auth") {
+            i += 1;
+        } else if a.eq_ignore_ascii_case(b"auth2") {
+            i += 2;
+        }
+        i += 1;
     }
     vec![3]
 }

@@ -416,7 +416,7 @@ fn kill(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
                 b"addr" => addr = Some(val.to_vec()),
                 b"laddr" => local = Some(val.to_vec()),
                 b"user" => {
-                    if val != b"default" {
+                    if ctx.srv.acl.get(val).is_none() {
                         return Err(Error::Msg(
                             format!("No such user '{}'", String::from_utf8_lossy(val)).into(),
                         ));

@@ -147,6 +147,12 @@ fn set(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         ctx.srv.config = before;
         return Err(set_failed("appendonly", &why));
     }
+    // requirepass sets the default user's password each time it is set,
+    // even to the same value (Redis's `updateRequirePass`).
+    if pairs.iter().any(|(_, p, _)| p.name == "requirepass") {
+        let pass = ctx.srv.config.requirepass.clone();
+        ctx.srv.acl.set_requirepass(pass.as_deref());
+    }
     after_set(ctx, &before);
     ctx.out().ok();
     Ok(())
@@ -256,7 +262,14 @@ fn rewrite(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
     let Some(path) = ctx.srv.config.config_file.clone() else {
         return Err(Error::msg("The server is running without a config file"));
     };
-    match crate::config::rewrite::rewrite(&ctx.srv.config, &path) {
+    let users: Vec<String> = ctx
+        .srv
+        .acl
+        .all()
+        .into_iter()
+        .map(|u| String::from_utf8_lossy(&crate::cmd::acl::user_line(u)).into_owned())
+        .collect();
+    match crate::config::rewrite::rewrite_with_users(&ctx.srv.config, &path, Some(&users)) {
         Ok(()) => {
             crate::log::notice("CONFIG REWRITE executed with success.");
             ctx.out().ok();

@@ -66,8 +66,9 @@ impl SlowLog {
 }
 
 /// Arguments Redis replaces by `(redacted)` in the slow log and MONITOR:
-/// passwords of AUTH, HELLO ... AUTH and MIGRATE ... AUTH/AUTH2, and the
-/// values CONFIG SET gives sensitive parameters (masterauth, requirepass, ...).
+/// passwords of AUTH, HELLO ... AUTH and MIGRATE ... AUTH/AUTH2, everything
+/// after ACL SETUSER, and the values CONFIG SET gives sensitive parameters
+/// (masterauth, requirepass, ...).
 pub fn redacted(args: &Args) -> Vec<usize> {
     let name = args.at(0);
     let mut out = Vec::new();
@@ -84,6 +85,11 @@ pub fn redacted(args: &Args) -> Vec<usize> {
         }
     } else if name.eq_ignore_ascii_case(b"auth") {
         out.extend(1..args.len());
+    } else if name.eq_ignore_ascii_case(b"acl")
+        && args.len() > 2
+        && args.at(1).eq_ignore_ascii_case(b"setuser")
+    {
+        out.extend(2..args.len());
     } else if name.eq_ignore_ascii_case(b"hello") || name.eq_ignore_ascii_case(b"migrate") {
         let mut i = 1;
         while i < args.len() {
