@@ -30,6 +30,7 @@ Examples:
   nice python3 compat/bench_cache.py                       # N = 1M, 20mb, samples 5, both policies
   nice python3 compat/bench_cache.py --samples 5,10 --lru-test 30
   nice python3 compat/bench_cache.py --keys 200000 --maxmemory 5mb --warm 300000 --ops 300000
+  nice python3 compat/bench_cache.py --oxidis-maxmemory 15mb   # about as many keys as Redis in 20mb
 """
 import argparse
 import collections
@@ -177,8 +178,9 @@ def best_static(n_keys, capacity):
     return 1.0 - (1.0 - min(capacity, n_keys) / n_keys) ** (ALPHA + 1)
 
 
-def server_args(a, policy, samples):
-    return ["--maxmemory", a.maxmemory, "--maxmemory-policy", policy,
+def server_args(a, name, policy, samples):
+    mm = a.oxidis_maxmemory if name == "oxidis" and a.oxidis_maxmemory else a.maxmemory
+    return ["--maxmemory", mm, "--maxmemory-policy", policy,
             "--maxmemory-samples", str(samples), "--bind", "127.0.0.1"]
 
 
@@ -187,7 +189,7 @@ def start_pair(a, policy, samples, tmp, tag):
     for name, binary in (("oxidis", a.oxidis), ("redis", a.redis)):
         d = tempfile.mkdtemp(prefix="bench-cache-%s-%s-" % (name, tag), dir=tmp)
         port = free_port()
-        p = start(binary, d, port, server_args(a, policy, samples))
+        p = start(binary, d, port, server_args(a, name, policy, samples))
         servers.append({"name": name, "proc": p, "port": port, "dir": d})
     return servers
 
@@ -247,6 +249,9 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--keys", type=int, default=1_000_000, help="keyspace (redis-cli --lru-test N)")
     ap.add_argument("--maxmemory", default="20mb")
+    ap.add_argument("--oxidis-maxmemory", default=None,
+                    help="a different maxmemory for Oxidis, to compare the policies at about the "
+                         "same number of keys held (see the keys column)")
     ap.add_argument("--policies", default="allkeys-lru,allkeys-lfu")
     ap.add_argument("--samples", default="5", help="maxmemory-samples values, comma separated")
     ap.add_argument("--warm", type=int, default=1_000_000, help="accesses before counting")
@@ -263,8 +268,10 @@ def main():
     target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
     a.oxidis = a.oxidis or os.path.join(target, "release", "oxidis-server")
 
-    print("keyspace %d, maxmemory %s, %d warm + %d counted accesses, seed %d; load average %s"
-          % (a.keys, a.maxmemory, a.warm, a.ops, a.seed,
+    print("keyspace %d, maxmemory %s%s, %d warm + %d counted accesses, seed %d; load average %s"
+          % (a.keys, a.maxmemory,
+             " (oxidis %s)" % a.oxidis_maxmemory if a.oxidis_maxmemory else "",
+             a.warm, a.ops, a.seed,
              " ".join(open("/proc/loadavg").read().split()[:3])), flush=True)
     keys = trace(a.keys, a.warm + a.ops, a.seed)
     vrng = random.Random(a.seed + 1)
