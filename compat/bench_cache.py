@@ -34,7 +34,6 @@ Examples:
 """
 import argparse
 import collections
-import os
 import random
 import shutil
 import socket
@@ -43,7 +42,7 @@ import sys
 import tempfile
 import time
 
-from bench import ROOT, free_port
+from bench import add_binary_args, free_port, oxidis_binary
 from bench_persist import cli, start, stop
 
 BATCH = 250
@@ -259,14 +258,9 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--lru-test", type=int, default=0, metavar="SECONDS",
                     help="also run redis-cli --lru-test for that long")
-    ap.add_argument("--no-build", action="store_true")
-    ap.add_argument("--redis", default=shutil.which("redis-server"))
-    ap.add_argument("--oxidis", help="oxidis-server binary (default: this tree's release build)")
+    add_binary_args(ap)
     a = ap.parse_args()
-    if not a.no_build:
-        subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
-    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
-    a.oxidis = a.oxidis or os.path.join(target, "release", "oxidis-server")
+    a.oxidis = oxidis_binary(a)
 
     print("keyspace %d, maxmemory %s%s, %d warm + %d counted accesses, seed %d; load average %s"
           % (a.keys, a.maxmemory,

@@ -40,7 +40,7 @@ import tempfile
 import threading
 import time
 
-from bench import ROOT, free_port
+from bench import add_binary_args, free_port, oxidis_binary
 from bench_persist import cli, start, stop
 from netutil import enc
 
@@ -196,14 +196,9 @@ def main():
                          "not judged on fewer GETs (the idle scenario lasts exactly that)")
     ap.add_argument("--scenarios", default=",".join(x[0] for x in SCENARIOS if x[0] != "idle"),
                     help="comma separated, of: " + ", ".join(x[0] for x in SCENARIOS))
-    ap.add_argument("--no-build", action="store_true")
-    ap.add_argument("--redis", default=shutil.which("redis-server"))
-    ap.add_argument("--oxidis", help="oxidis-server binary (default: this tree's release build)")
+    add_binary_args(ap)
     args = ap.parse_args()
-    if not args.no_build:
-        subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
-    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
-    oxidis = args.oxidis or os.path.join(target, "release", "oxidis-server")
+    oxidis = oxidis_binary(args)
     wanted = args.scenarios.split(",")
     unknown = set(wanted) - {x[0] for x in SCENARIOS}
     if unknown:
