@@ -48,6 +48,22 @@ def free_port():
     return p
 
 
+def add_binary_args(ap):
+    """--no-build, --redis, --oxidis: the binaries a script that starts both servers runs."""
+    ap.add_argument("--no-build", action="store_true")
+    ap.add_argument("--redis", default=shutil.which("redis-server"))
+    ap.add_argument("--oxidis", help="oxidis-server binary (default: this tree's release build)")
+
+
+def oxidis_binary(args):
+    """The oxidis-server to run: --oxidis, or this tree's release build (built first unless
+    --no-build)."""
+    if not args.no_build:
+        subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
+    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+    return args.oxidis or os.path.join(target, "release", "oxidis-server")
+
+
 def wait_port(port, proc, timeout=10):
     end = time.time() + timeout
     while time.time() < end:

@@ -9,29 +9,38 @@ each in its own temp --dir, one at a time so their memory does not add up) and e
   zset UNLINK      UNLINK of the same sorted set
   FLUSHALL ASYNC   of K string keys (DEBUG POPULATE K)
   FLUSHALL SYNC    the same, freed inline, for reference
+  idle             (only when asked for) a PING: nothing is freed
 
 a prober connection sends GET probe (one request at a time) from just before the deleting
 command is sent until the server has nothing left to free (the command answered and INFO's
-lazyfree_pending_objects is 0), and the script reports those GETs' p50 / p99 / max latency in
-ms, how many there were, how long the deleting command took to answer, and how long until the
-memory was freed. The set is filled with ZADD batches through `redis-cli --pipe` from one file
+lazyfree_pending_objects is 0) and at least --min-window seconds passed (`idle`: a PING, so
+the GETs over that window with nothing freed, the machine's noise floor), and the script
+reports those GETs' p50 / p99 / max latency in ms, how many there were, how long the deleting
+command took to answer, and how long until the memory was freed. The set is filled with ZADD batches through `redis-cli --pipe` from one file
 written once per run; the keys with DEBUG POPULATE (hence `--enable-debug-command yes`).
+
+Each round ends with the p99 ratio (Oxidis / Redis, lower is better) per scenario, and a run of
+several rounds with the median of those ratios and how many rounds Oxidis's p99 was at most
+Redis's. The load average is printed before each round.
 
 Example:
   nice python3 compat/bench_lazyfree.py                      # Z = 10M, K = 5M, 1 round
   nice python3 compat/bench_lazyfree.py --rounds 3
   nice python3 compat/bench_lazyfree.py --zset 1000000 --keys 500000
+  nice python3 compat/bench_lazyfree.py --scenarios unlink,flushall-async --rounds 5
+  nice python3 compat/bench_lazyfree.py --scenarios idle,unlink,flushall-async --min-window 10
 """
 import argparse
 import os
 import shutil
 import socket
+import statistics
 import subprocess
 import tempfile
 import threading
 import time
 
-from bench import ROOT, free_port
+from bench import add_binary_args, free_port, oxidis_binary
 from bench_persist import cli, start, stop
 from netutil import enc
 
@@ -95,8 +104,9 @@ def probe(port, stop_flag, lat):
         c.close()
 
 
-def measure(port, *command):
-    """GET latencies from just before `command` until nothing is left to free."""
+def measure(port, min_window, *command):
+    """GET latencies from just before `command` until nothing is left to free (and at least
+    `min_window` seconds)."""
     lat = []
     stop_flag = threading.Event()
     t = threading.Thread(target=probe, args=(port, stop_flag, lat))
@@ -114,7 +124,7 @@ def measure(port, *command):
         for line in c.call("INFO", "memory").decode().split("\r\n"):
             if line.startswith("lazyfree_pending_objects:"):
                 pending = int(line.split(":")[1])
-        if pending == 0:
+        if pending == 0 and time.perf_counter() - t0 >= min_window:
             break
         time.sleep(0.001)
     freed = time.perf_counter() - t0
@@ -133,31 +143,34 @@ def measure(port, *command):
     }
 
 
+# (--scenarios name, title, data, CONFIG SETs, command)
 SCENARIOS = [
-    ("zset DEL", "zset", [], ("DEL", "big")),
-    ("zset DEL lazy-user-del", "zset", [("lazyfree-lazy-user-del", "yes")], ("DEL", "big")),
-    ("zset UNLINK", "zset", [], ("UNLINK", "big")),
-    ("FLUSHALL ASYNC", "keys", [], ("FLUSHALL", "ASYNC")),
-    ("FLUSHALL SYNC", "keys", [], ("FLUSHALL", "SYNC")),
+    ("del", "zset DEL", "zset", [], ("DEL", "big")),
+    ("del-lazy", "zset DEL lazy-user-del", "zset", [("lazyfree-lazy-user-del", "yes")], ("DEL", "big")),
+    ("unlink", "zset UNLINK", "zset", [], ("UNLINK", "big")),
+    ("flushall-async", "FLUSHALL ASYNC", "keys", [], ("FLUSHALL", "ASYNC")),
+    ("flushall-sync", "FLUSHALL SYNC", "keys", [], ("FLUSHALL", "SYNC")),
+    # The noise floor: the same GETs over the minimum window, nothing freed.
+    ("idle", "idle (PING)", "none", [], ("PING",)),
 ]
 
 
-def run_server(name, binary, zpath, args):
+def run_server(name, binary, zpath, args, scenarios):
     d = tempfile.mkdtemp(prefix="bench-lazyfree-%s-" % name)
     port = free_port()
     out = {}
     p = start(binary, d, port, ["--enable-debug-command", "yes"])
     try:
         cli(port, "SET", "probe", "x" * 16)
-        for title, data, configs, command in SCENARIOS:
+        for _, title, data, configs, command in scenarios:
             if data == "zset":
                 fill_zset(port, zpath, args.zset)
-            else:
+            elif data == "keys":
                 cli(port, "DEBUG", "POPULATE", str(args.keys))
                 cli(port, "SET", "probe", "x" * 16)
             for k, v in configs:
                 cli(port, "CONFIG", "SET", k, v)
-            r = measure(port, *command)
+            r = measure(port, args.min_window, *command)
             for k, _ in configs:
                 cli(port, "CONFIG", "SET", k, "no")
             cli(port, "SET", "probe", "x" * 16)
@@ -178,32 +191,54 @@ def main():
     ap.add_argument("--zset", type=int, default=10_000_000, help="sorted set members")
     ap.add_argument("--keys", type=int, default=5_000_000, help="keys for FLUSHALL")
     ap.add_argument("--rounds", type=int, default=1)
-    ap.add_argument("--no-build", action="store_true")
-    ap.add_argument("--redis", default=shutil.which("redis-server"))
-    ap.add_argument("--oxidis", help="oxidis-server binary (default: this tree's release build)")
+    ap.add_argument("--min-window", type=float, default=0.0, metavar="SECONDS",
+                    help="measure GETs for at least that long, so a server that frees faster is "
+                         "not judged on fewer GETs (the idle scenario lasts exactly that)")
+    ap.add_argument("--scenarios", default=",".join(x[0] for x in SCENARIOS if x[0] != "idle"),
+                    help="comma separated, of: " + ", ".join(x[0] for x in SCENARIOS))
+    add_binary_args(ap)
     args = ap.parse_args()
-    if not args.no_build:
-        subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
-    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
-    oxidis = args.oxidis or os.path.join(target, "release", "oxidis-server")
+    oxidis = oxidis_binary(args)
+    wanted = args.scenarios.split(",")
+    unknown = set(wanted) - {x[0] for x in SCENARIOS}
+    if unknown:
+        ap.error("unknown scenario(s): " + ", ".join(sorted(unknown)))
+    scenarios = [x for x in SCENARIOS if x[0] in wanted]
     work = tempfile.mkdtemp(prefix="bench-lazyfree-data-")
     zpath = os.path.join(work, "zset.resp")
     try:
-        zset_file(zpath, args.zset)
+        if any(x[2] == "zset" for x in scenarios):
+            zset_file(zpath, args.zset)
         print("zset %d members, %d keys, %d round(s); GET latency in ms while freeing"
               % (args.zset, args.keys, args.rounds))
         hdr = "%-6s %-24s %6s %8s %8s %8s %10s %10s" % (
             "round", "scenario", "server", "gets", "p50", "p99", "max", "answer_ms")
         print(hdr + " %10s" % "freed_ms")
+        ratios = {x[1]: [] for x in scenarios}
         for rnd in range(1, args.rounds + 1):
-            res = {"oxidis": run_server("oxidis", oxidis, zpath, args),
-                   "redis": run_server("redis", args.redis, zpath, args)}
-            for title, _, _, _ in SCENARIOS:
+            print("round %d: load average %s" % (rnd, " ".join(open("/proc/loadavg").read().split()[:3])),
+                  flush=True)
+            # Alternate which server goes first, so neither always runs on the fresher machine.
+            order = [("oxidis", oxidis), ("redis", args.redis)]
+            if rnd % 2 == 0:
+                order.reverse()
+            res = {name: run_server(name, binary, zpath, args, scenarios) for name, binary in order}
+            for _, title, _, _, _ in scenarios:
                 for srv in ("oxidis", "redis"):
                     r = res[srv][title]
                     print("%-6d %-24s %6s %8d %8s %8s %10s %10s %10s" % (
                         rnd, title, srv, r["gets"], fmt(r["p50"]), fmt(r["p99"]), fmt(r["max"]),
                         fmt(r["answer_ms"]), fmt(r["freed_ms"])), flush=True)
+                o, r = res["oxidis"][title]["p99"], res["redis"][title]["p99"]
+                if o is not None and r:
+                    ratios[title].append(o / r)
+                    print("%-6d %-24s p99 oxidis/redis %.2fx" % (rnd, title, o / r), flush=True)
+        if args.rounds > 1:
+            for title, rs in ratios.items():
+                if rs:
+                    print("%-24s p99 oxidis/redis over %d rounds: median %.2fx [%.2f..%.2f], "
+                          "oxidis <= redis in %d" % (title, len(rs), statistics.median(rs), min(rs),
+                                                     max(rs), sum(1 for x in rs if x <= 1.0)))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

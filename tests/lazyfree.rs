@@ -239,3 +239,95 @@ fn used_memory_drops_once_the_background_free_is_done() {
     assert!(after < before + 500_000, "{before} -> {peak} -> {after}");
     assert_eq!(info_field(&mut c, "memory", "lazyfreed_objects"), "2");
 }
+
+/// SHA1 of `return 3` and `return 7` (Python's hashlib).
+const SHA_RETURN_3: &str = "09d3822de862f46d784e6a36848b4f0736dda47a";
+const SHA_RETURN_7: &str = "59b6ab2fbe0ee4b25733de0f62e6cda4899ef8e9";
+
+/// SCRIPT LOAD of `n` scripts, from `return <from>` on.
+fn load_scripts(c: &mut Connection, from: usize, n: usize) {
+    for i in from..from + n {
+        cmd(c, &["SCRIPT", "LOAD", &format!("return {i}")]);
+    }
+}
+
+/// SCRIPT FLUSH ASYNC hands a cache of more than 64 scripts to the freeing
+/// thread, one object per script (Redis's `freeLuaScriptsAsync`); 64
+/// scripts, SYNC and the bare form are freed inline, unless
+/// `lazyfree-lazy-user-flush yes` makes the bare form async. The cache
+/// starts again empty, in a working VM.
+#[test]
+fn script_flush_async_frees_the_cache_in_the_background() {
+    same_on_both(|c, log| {
+        load_scripts(c, 0, 64);
+        step(log, "async 64", cmd(c, &["SCRIPT", "FLUSH", "ASYNC"]));
+        step(log, "after 64", lazyfreed(c));
+        load_scripts(c, 0, 65);
+        step(log, "async 65", cmd(c, &["SCRIPT", "FLUSH", "ASYNC"]));
+        step(log, "after 65", lazyfreed(c));
+        step(log, "evalsha gone", cmd(c, &["EVALSHA", SHA_RETURN_3, "0"]));
+        step(log, "eval", cmd(c, &["EVAL", "return 7", "0"]));
+        step(log, "evalsha", cmd(c, &["EVALSHA", SHA_RETURN_7, "0"]));
+        load_scripts(c, 100, 200);
+        step(log, "sync", cmd(c, &["SCRIPT", "FLUSH", "SYNC"]));
+        load_scripts(c, 100, 200);
+        step(log, "bare", cmd(c, &["SCRIPT", "FLUSH"]));
+        step(log, "after sync", lazyfreed(c));
+        cmd(c, &["CONFIG", "SET", "lazyfree-lazy-user-flush", "yes"]);
+        load_scripts(c, 0, 100);
+        step(log, "bare lazy", cmd(c, &["SCRIPT", "FLUSH"]));
+        step(log, "after bare lazy", lazyfreed(c));
+        load_scripts(c, 0, 100);
+        step(log, "sync wins", cmd(c, &["SCRIPT", "FLUSH", "SYNC"]));
+        step(log, "after sync wins", lazyfreed(c));
+        cmd(c, &["CONFIG", "SET", "lazyfree-lazy-user-flush", "no"]);
+        step(log, "bad flag", cmd(c, &["SCRIPT", "FLUSH", "LAZY"]));
+        step(
+            log,
+            "bad arity",
+            cmd(c, &["SCRIPT", "FLUSH", "ASYNC", "SYNC"]),
+        );
+    });
+}
+
+/// FUNCTION LOAD of a library `name` registering `n` functions.
+fn load_library(c: &mut Connection, name: &str, n: usize) {
+    let mut code = format!("#!lua name={name}\n");
+    for i in 0..n {
+        code += &format!("redis.register_function('{name}_{i}', function() return {i} end)\n");
+    }
+    let r = cmd(c, &["FUNCTION", "LOAD", &code]);
+    assert!(!r.starts_with("error"), "{r}");
+}
+
+/// FUNCTION FLUSH ASYNC hands more than 64 functions (counted over all
+/// libraries) to the freeing thread, one object per function (Redis's
+/// `freeFunctionsAsync`); fewer, SYNC and the bare form are freed inline,
+/// unless `lazyfree-lazy-user-flush yes` makes the bare form async.
+#[test]
+fn function_flush_async_frees_the_libraries_in_the_background() {
+    same_on_both(|c, log| {
+        load_library(c, "a", 64);
+        step(log, "async 64", cmd(c, &["FUNCTION", "FLUSH", "ASYNC"]));
+        step(log, "after 64", lazyfreed(c));
+        load_library(c, "a", 40);
+        load_library(c, "b", 25);
+        step(log, "async 65", cmd(c, &["FUNCTION", "FLUSH", "ASYNC"]));
+        step(log, "after 65", lazyfreed(c));
+        step(log, "list", cmd(c, &["FUNCTION", "LIST"]));
+        step(log, "fcall gone", cmd(c, &["FCALL", "a_3", "0"]));
+        load_library(c, "a", 5);
+        step(log, "fcall", cmd(c, &["FCALL", "a_3", "0"]));
+        load_library(c, "b", 100);
+        step(log, "sync", cmd(c, &["FUNCTION", "FLUSH", "SYNC"]));
+        load_library(c, "b", 100);
+        step(log, "bare", cmd(c, &["FUNCTION", "FLUSH"]));
+        step(log, "after sync", lazyfreed(c));
+        cmd(c, &["CONFIG", "SET", "lazyfree-lazy-user-flush", "yes"]);
+        load_library(c, "b", 100);
+        step(log, "bare lazy", cmd(c, &["FUNCTION", "FLUSH"]));
+        step(log, "after bare lazy", lazyfreed(c));
+        cmd(c, &["CONFIG", "SET", "lazyfree-lazy-user-flush", "no"]);
+        step(log, "bad flag", cmd(c, &["FUNCTION", "FLUSH", "LAZY"]));
+    });
+}

@@ -7,7 +7,8 @@
 //! Redis's `dbGenericDelete`/`freeObjAsync`/`emptyDbAsync` do. A value goes
 //! to the thread only when it is lazy for its reason (UNLINK always, the
 //! others by their `lazyfree-lazy-*` parameter) and its free effort is above
-//! [`THRESHOLD`]; a small value is cheaper to drop on the spot.
+//! [`THRESHOLD`]; a small value is cheaper to drop on the spot. SCRIPT
+//! FLUSH and FUNCTION FLUSH hand over their caches through [`free_counted`].
 //!
 //! Soundness of the hand-over: once unlinked from the keyspace a value has
 //! no other owner (a `ZSet`'s member blocks belong to the set alone), and
@@ -156,6 +157,16 @@ pub fn free(v: Value, why: Why) {
 pub fn free_tables(keys: Dict<Entry>, expires: Dict<i64>) {
     let n = keys.len() as u64;
     hand_over(Box::new((keys, expires)), n, true);
+}
+
+/// Lets go of other server state counted as `objects` (the script cache
+/// with its Lua VM, the function libraries with theirs): on the freeing
+/// thread when `lazy` and `objects` is above [`THRESHOLD`], else now
+/// (Redis's `freeLuaScriptsAsync` / `freeFunctionsAsync`).
+pub fn free_counted<T: Send + 'static>(garbage: T, objects: usize, lazy: bool) {
+    if lazy && objects > THRESHOLD {
+        hand_over(Box::new(garbage), objects as u64, false);
+    }
 }
 
 /// What the freeing thread drops, with what to count for it.

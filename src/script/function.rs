@@ -164,11 +164,19 @@ impl Functions {
         self.index.len()
     }
 
-    /// FUNCTION FLUSH: every library and the VM go.
-    pub fn flush(&mut self) {
-        self.libs.clear();
-        self.index.clear();
-        self.vm = None;
+    /// FUNCTION FLUSH: every library and the VM go. `lazy` (ASYNC) hands
+    /// more than 64 functions, with their libraries and VM, to the freeing
+    /// thread, counted as one object per function (Redis's
+    /// `freeFunctionsAsync`); not while a function runs in that VM.
+    pub fn flush(&mut self, lazy: bool) {
+        let libs = std::mem::take(&mut self.libs);
+        let index = std::mem::take(&mut self.index);
+        let n = index.len();
+        let vm = self.vm.take();
+        if lazy && !super::running() {
+            let vm = vm.map(Vm::retire);
+            crate::db::lazyfree::free_counted((libs, index, vm), n, true);
+        }
     }
 
     fn reindex(&mut self) {

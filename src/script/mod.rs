@@ -29,7 +29,7 @@ pub mod vm;
 
 use std::cell::Cell;
 use std::collections::HashMap;
-use std::rc::Rc;
+use std::sync::Arc;
 
 use crate::error::Error;
 use crate::server::client::{Client, ConnKind};
@@ -42,7 +42,7 @@ pub struct Script {
     pub body: Box<[u8]>,
     func_ref: i32,
     /// The SHA as text, shared with each run (error messages name it).
-    name: Rc<str>,
+    name: Arc<str>,
     /// Flags from a `#!lua flags=...` shebang; None for a script without
     /// one (Redis's EVAL compatibility mode).
     flags: Option<u32>,
@@ -130,10 +130,19 @@ impl Scripting {
         self.vm.get_or_insert_with(Vm::new)
     }
 
-    /// SCRIPT FLUSH: forgets every script and starts a fresh VM, as Redis does.
-    pub fn flush(&mut self) {
-        self.scripts.clear();
-        self.vm = None;
+    /// SCRIPT FLUSH: forgets every script and starts a fresh VM, as Redis
+    /// does. `lazy` (ASYNC) hands a cache of more than 64 scripts, with the
+    /// VM, to the freeing thread, counted as one object per script (Redis's
+    /// `freeLuaScriptsAsync`). A script that flushes the cache itself
+    /// (DEBUG SET-DISABLE-DENY-SCRIPTS) still runs in the VM: freed here.
+    pub fn flush(&mut self, lazy: bool) {
+        let scripts = std::mem::take(&mut self.scripts);
+        let n = scripts.len();
+        let vm = self.vm.take();
+        if lazy && !running() {
+            let vm = vm.map(Vm::retire);
+            crate::db::lazyfree::free_counted((scripts, vm), n, true);
+        }
     }
 
     /// Bytes the EVAL VM uses (INFO used_memory_lua).
@@ -190,7 +199,7 @@ pub struct RunCtx {
     /// `redis.setresp` protocol for replies seen by the script.
     pub resp: u8,
     /// The name errors report (`script: <sha>`).
-    pub name: Rc<str>,
+    pub name: Arc<str>,
     /// When the script started, in unix microseconds (the command's frozen
     /// time, so starting a script reads no clock).
     pub start_us: i64,
@@ -239,6 +248,12 @@ pub unsafe fn run_ctx<'a>() -> Option<&'a mut RunCtx> {
     }
 }
 
+/// True while a script or function runs (its `redis.call`, or a client
+/// served from its busy hook).
+pub fn running() -> bool {
+    !RUN.with(|c| c.get()).is_null()
+}
+
 /// Forgets the running script after a panic unwound out of it (see
 /// `server::fault`); true when one was running.
 pub fn forget_run() -> bool {
@@ -285,7 +300,7 @@ pub fn load(s: &mut Scripting, body: &[u8]) -> Result<[u8; 40], Error> {
 /// Which script to run and how.
 pub struct Call<'a> {
     pub func_ref: i32,
-    pub name: Rc<str>,
+    pub name: Arc<str>,
     pub keys: Vec<&'a [u8]>,
     pub args: Vec<&'a [u8]>,
     pub read_only: bool,
@@ -489,7 +504,7 @@ pub unsafe fn no_unwind<R>(l: lua::State, f: impl FnOnce() -> R) -> Option<R> {
 }
 
 /// Looks up a cached script: its compiled function, name and shebang flags.
-pub fn lookup(s: &Scripting, sha: &[u8; 40]) -> Option<(i32, Rc<str>, Option<u32>)> {
+pub fn lookup(s: &Scripting, sha: &[u8; 40]) -> Option<(i32, Arc<str>, Option<u32>)> {
     s.scripts
         .get(sha)
         .map(|sc| (sc.func_ref, sc.name.clone(), sc.flags))

@@ -102,6 +102,29 @@ impl Drop for Vm {
     }
 }
 
+/// A VM taken out of service to be dropped on the freeing thread (SCRIPT
+/// FLUSH ASYNC, FUNCTION FLUSH ASYNC).
+pub struct Retired {
+    _vm: Vm,
+}
+
+// SAFETY: a VM is retired only while no script runs (`super::running`), so
+// nothing else reaches its `lua_State` or allocator state: `run` keeps the
+// state pointer only while on the stack, and the engine keeps no other
+// pointer to a VM. Closing it calls `lua_alloc`, which uses only its own
+// state and the global allocator (usable from any thread), and no Lua value
+// of ours has a `__gc` finalizer, so `lua_close` runs no code that reads
+// this thread's locals.
+unsafe impl Send for Retired {}
+
+impl Vm {
+    /// This VM, ready to move to the freeing thread; see [`Retired`].
+    pub fn retire(self) -> Retired {
+        debug_assert!(!super::running(), "a VM is retired while a script runs");
+        Retired { _vm: self }
+    }
+}
+
 impl Default for Vm {
     fn default() -> Self {
         Vm::new()

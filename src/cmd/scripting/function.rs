@@ -190,15 +190,22 @@ fn delete(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// ```text
 /// FUNCTION FLUSH [ASYNC | SYNC]
 /// ```
-/// `OK`.
+/// `OK`. ASYNC (or `lazyfree-lazy-user-flush yes` without an option) frees
+/// the libraries in the background.
 fn flush(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     if args.len() > 3 {
         return Err(sub_syntax_error(args));
     }
-    if args.len() == 3 && !args.eat_ci("SYNC") && !args.eat_ci("ASYNC") {
+    let lazy = if args.len() == 2 {
+        crate::db::lazyfree::policy().user_flush
+    } else if args.eat_ci("SYNC") {
+        false
+    } else if args.eat_ci("ASYNC") {
+        true
+    } else {
         return Err(Error::msg("FUNCTION FLUSH only supports SYNC|ASYNC option"));
-    }
-    ctx.srv.script.functions.flush();
+    };
+    ctx.srv.script.functions.flush(lazy);
     ctx.srv.ks.dirty += 1;
     ctx.out().ok();
     Ok(())
@@ -312,7 +319,7 @@ fn restore(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         fresh.load(code, false).map_err(|e| Error::Msg(e.into()))?;
     }
     if policy == Policy::Flush {
-        funcs.flush();
+        funcs.flush(false);
     } else {
         for lib in &fresh.libs {
             let exists = funcs.libs.iter().any(|l| l.name == lib.name);
@@ -331,7 +338,7 @@ fn restore(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         .collect();
     for code in &codes {
         if let Err(e) = funcs.load(code, true) {
-            funcs.flush();
+            funcs.flush(false);
             for (_, c) in &backup {
                 let _ = funcs.load(c, true);
             }

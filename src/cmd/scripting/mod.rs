@@ -219,12 +219,20 @@ fn script_exists(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// ```text
 /// SCRIPT FLUSH [ASYNC | SYNC]
 /// ```
-/// `OK`; the cache is emptied and the Lua VM restarted.
+/// `OK`; the cache is emptied and the Lua VM restarted. ASYNC (or
+/// `lazyfree-lazy-user-flush yes` without an option) frees the old ones in
+/// the background.
 fn script_flush(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
-    if args.len() > 3 || (args.len() == 3 && !args.eat_ci("SYNC") && !args.eat_ci("ASYNC")) {
+    let lazy = if args.len() == 2 {
+        crate::db::lazyfree::policy().user_flush
+    } else if args.len() == 3 && args.eat_ci("SYNC") {
+        false
+    } else if args.len() == 3 && args.eat_ci("ASYNC") {
+        true
+    } else {
         return Err(Error::msg("SCRIPT FLUSH only support SYNC|ASYNC option"));
-    }
-    ctx.srv.script.flush();
+    };
+    ctx.srv.script.flush(lazy);
     ctx.out().ok();
     Ok(())
 }

@@ -252,7 +252,7 @@ pub fn debug_loadaof(srv: &mut Server) {
     for db in srv.ks.dbs.iter_mut() {
         db.clear(false);
     }
-    srv.script.functions.flush();
+    srv.script.functions.flush(false);
     let Ok(m) = read_manifest(&srv.aof) else {
         std::process::exit(1);
     };
