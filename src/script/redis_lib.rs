@@ -345,17 +345,36 @@ unsafe extern "C-unwind" fn acl_check_cmd(l: State) -> c_int {
     let mut ranges = Vec::new();
     let res = read_args(l, &mut buf, &mut ranges).map(|()| {
         let args = Args::new(&buf, &ranges);
-        dispatch::resolve(&args).is_ok()
+        dispatch::resolve(&args)
+            .ok()
+            .map(|cmd| caller_may_run(cmd, &args))
     });
     drop(buf);
     drop(ranges);
     match res {
         Err(msg) => raise_error(l, msg),
-        Ok(false) => raise_error(l, "Invalid command passed to redis.acl_check_cmd()"),
-        Ok(true) => {
-            // Oxidis has no ACL rules beyond the default user's full access.
-            ffi::lua_pushboolean(l, 1);
+        Ok(None) => raise_error(l, "Invalid command passed to redis.acl_check_cmd()"),
+        Ok(Some(allowed)) => {
+            ffi::lua_pushboolean(l, c_int::from(allowed));
             1
         }
     }
+}
+
+/// Whether the script's caller may run `cmd` with `args` (Redis's
+/// `ACLCheckAllUserCommandPerm` for `script_caller`): the script's client
+/// runs as its caller's user. Asking writes no ACL LOG entry.
+unsafe fn caller_may_run(cmd: crate::command::table::CmdRef, args: &Args) -> bool {
+    // SAFETY: only called from Lua's C functions while the script runs.
+    let Some(run) = run_ctx() else {
+        return true;
+    };
+    let (srv, client) = (&*run.srv, &*run.client);
+    // A command line of the wrong arity has no keys to check: a user with
+    // full access may run it, any other is refused (as redis-server 7.0.15
+    // answers `redis.acl_check_cmd('set')` for a user with `~x*`).
+    let arity_ok = cmd.spec.arity_ok(args.len());
+    srv.acl.user_of(&client.user).is_some_and(|u| {
+        u.unrestricted || (arity_ok && crate::acl::check::check(u, cmd, args).is_ok())
+    })
 }
