@@ -171,7 +171,18 @@ fn run_on_thread(
                         // sent meanwhile stops the load, and the listener
                         // loop below then finishes the shutdown at once.
                         script::busy::register_listeners(&srv, &tcp, unix.as_ref());
+                        if signals {
+                            net::load_signal::install();
+                        }
                         let loaded = persist::load_at_startup(&mut srv.borrow_mut());
+                        if signals {
+                            // A signal in the load's last stretch, after its
+                            // last poll: nothing was written since the files
+                            // were read, so the same no-save shutdown.
+                            if net::load_signal::uninstall() {
+                                persist::loading::shutdown_on_signal(&mut srv.borrow_mut());
+                            }
+                        }
                         if let Err(e) = loaded {
                             if srv.borrow().shutdown.is_none() {
                                 let _ = tx.send(Err(std::io::Error::other(e)));

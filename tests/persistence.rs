@@ -950,3 +950,67 @@ fn reads_during_bgsave_do_not_touch_the_access_counters_as_redis() {
     assert_eq!(ours[1..4], ["Background saving started", "5", "1"]);
     assert_ne!(ours[4], "5");
 }
+
+/// SIGTERM while the dataset loads at start-up: the server stops at once
+/// without saving (the data is not all there), removes its pid file and
+/// exits 0; the dump it was loading is untouched (Redis's `whileBlockedCron`).
+#[test]
+fn sigterm_during_a_startup_load_exits_without_saving_as_redis() {
+    let steps = |bin: &Path| {
+        let dir = temp_dir("sigterm-load");
+        let base = ["--enable-debug-command", "yes", "--save", ""];
+        let mut s = start(bin, &dir, &base);
+        let mut c = s.conn();
+        run(&mut c, &["DEBUG", "POPULATE", "2000", "key", "1000"]);
+        run(&mut c, &["SAVE"]);
+        run(&mut c, &["SHUTDOWN", "NOSAVE"]);
+        s.wait_exit();
+        let dump = dir.join("dump.rdb");
+        let before = std::fs::read(&dump).unwrap();
+        let pid = dir.join("srv.pid");
+        let log = dir.join("load.log");
+        let port = free_port();
+        let child = Command::new(bin)
+            .args(["--port", &port.to_string(), "--dir", dir.to_str().unwrap()])
+            .args([
+                "--logfile",
+                log.to_str().unwrap(),
+                "--pidfile",
+                pid.to_str().unwrap(),
+            ])
+            // 100 ms a key, events every KiB, a save point that would save.
+            .args([
+                "--key-load-delay",
+                "100000",
+                "--loading-process-events-interval-bytes",
+                "1024",
+            ])
+            .args(["--save", "3600 1"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut s = Srv { child, port };
+        drop(connect_loading(&s));
+        let pid_file_while_loading = pid.exists();
+        s.signal("-TERM");
+        let code = s.wait_exit();
+        let text = std::fs::read_to_string(&log).unwrap();
+        let out = vec![
+            format!("{code:?}"),
+            pid_file_while_loading.to_string(),
+            pid.exists().to_string(),
+            text.contains("Received shutdown signal during loading, scheduling shutdown.")
+                .to_string(),
+            (std::fs::read(&dump).unwrap() == before).to_string(),
+        ];
+        let s = start(bin, &dir, &base);
+        let mut out = out;
+        out.push(dbsize(&mut s.conn()).to_string());
+        out
+    };
+    let ours = steps(&oxidis());
+    let redis = steps(&real_redis::binary());
+    assert_eq!(ours, redis);
+    assert_eq!(ours, ["Some(0)", "true", "false", "true", "true", "2000"]);
+}

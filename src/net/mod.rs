@@ -5,5 +5,6 @@
 
 pub mod conn;
 pub mod listener;
+pub mod load_signal;
 pub mod shutdown;
 pub mod spin;

@@ -115,7 +115,24 @@ fn poll(srv: &mut Server, pos: u64) -> bool {
     // Redis's loadingAbsProgress keeps the memory peak current.
     crate::server::memory::used_memory();
     crate::script::busy::poll(srv, None, crate::command::gate::Caller::Client);
+    if crate::net::load_signal::take().is_some() {
+        shutdown_on_signal(srv);
+    }
     srv.shutdown.is_some()
+}
+
+/// SIGTERM or SIGINT during the start-up load: shut down without saving
+/// (the data is not all there), as Redis's `whileBlockedCron`; when that
+/// fails the load goes on.
+#[cold]
+pub fn shutdown_on_signal(srv: &mut Server) {
+    crate::log::warning("Received shutdown signal during loading, scheduling shutdown.");
+    if crate::net::shutdown::prepare(srv, Some(false), false).is_ok() {
+        srv.shutdown = Some(crate::server::ShutdownRequest { save: Some(false) });
+        srv.shutdown_signal.notify_one();
+    } else {
+        crate::log::warning("SIGTERM received but errors trying to shut down the server, check the logs for more information");
+    }
 }
 
 /// The `loading_*` lines INFO persistence adds while loading (Redis's
