@@ -403,7 +403,10 @@ fn expired_keys_are_skipped_at_load() {
     let info = rdb::load_dataset(&mut o2.srv, &image).unwrap();
     assert_eq!((info.keys, info.expired_skipped), (1, 1));
     let mut o3 = InProc::new(&[]);
-    let opts = rdb::LoadOptions { aof_preamble: true };
+    let opts = rdb::LoadOptions {
+        aof_preamble: true,
+        ..Default::default()
+    };
     let info = rdb::load_dataset_with(&mut o3.srv, &image, &opts).unwrap();
     assert_eq!(info.keys, 2);
 }

@@ -421,6 +421,16 @@ impl Db {
         added
     }
 
+    /// [`add_loaded`](Db::add_loaded) over whatever the key held (Redis's
+    /// `RDBFLAGS_ALLOW_DUP`: DEBUG RELOAD MERGE): the old value and TTL go.
+    pub fn replace_loaded(&mut self, key: &[u8], entry: Entry, expire_at: Option<i64>) {
+        if let Some(old) = self.keys.remove(key) {
+            self.expires.remove(key);
+            lazyfree::free(old.val, Why::ServerDel);
+        }
+        self.add_loaded(key, entry, expire_at);
+    }
+
     /// Records an access without reading the value (TOUCH); true when the key exists.
     pub fn touch_access(&mut self, key: &[u8]) -> bool {
         let held = self.expire_for_read(key);

@@ -84,14 +84,21 @@ fn lastsave(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
 /// ```
 /// Saves the dataset (unless NOSAVE) and loads it back in place: `OK`;
 /// `ERR` alone when the save failed, `Error trying to load the RDB dump`
-/// when the load did. The load replaces the whole dataset, so NOFLUSH and
-/// MERGE (keep keys the file lacks) are accepted but act as a plain reload.
+/// when the load did. The load replaces the dataset and the functions;
+/// NOFLUSH loads over them (a key or library already there fails the load,
+/// leaving what was loaded until then), and MERGE lets the file's copy
+/// replace it, as Redis's `RDBFLAGS_ALLOW_DUP`.
 pub fn debug_reload(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let mut save = true;
+    let mut opts = crate::persist::rdb::LoadOptions::default();
     for opt in args.by_ref() {
         if opt.eq_ignore_ascii_case(b"nosave") {
             save = false;
-        } else if !opt.eq_ignore_ascii_case(b"merge") && !opt.eq_ignore_ascii_case(b"noflush") {
+        } else if opt.eq_ignore_ascii_case(b"merge") {
+            opts.allow_dup = true;
+        } else if opt.eq_ignore_ascii_case(b"noflush") {
+            opts.keep = true;
+        } else {
             return Err(Error::msg(
                 "DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.",
             ));
@@ -104,7 +111,7 @@ pub fn debug_reload(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         .map_err(|_| Error::msg("Error trying to load the RDB dump"))?;
     // Other clients are served meanwhile, answered LOADING (as Redis).
     crate::persist::loading::start(ctx.srv, data.len() as u64);
-    let loaded = crate::persist::rdb::load_dataset(ctx.srv, &data);
+    let loaded = crate::persist::rdb::load_dataset_with(ctx.srv, &data, &opts);
     crate::persist::loading::stop(ctx.srv);
     match loaded {
         Ok(info) => {

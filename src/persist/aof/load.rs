@@ -302,7 +302,10 @@ fn load_single(srv: &mut Server, name: &str) -> Loaded {
         } else {
             "Reading RDB base file on AOF loading..."
         });
-        let opts = crate::persist::rdb::LoadOptions { aof_preamble: true };
+        let opts = crate::persist::rdb::LoadOptions {
+            aof_preamble: true,
+            ..Default::default()
+        };
         match crate::persist::rdb::load_dataset_with(srv, &data, &opts) {
             Ok(info) => {
                 pos = info.consumed;

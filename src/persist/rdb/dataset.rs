@@ -25,6 +25,13 @@ pub struct LoadOptions {
     /// The image is an AOF base: keys past their time are kept, since the
     /// commands after it were logged against them (as Redis).
     pub aof_preamble: bool,
+    /// Load over the current dataset and functions instead of replacing
+    /// them (DEBUG RELOAD NOFLUSH); a key or library already there is an
+    /// error unless `allow_dup`.
+    pub keep: bool,
+    /// A key or library already there is replaced (DEBUG RELOAD MERGE,
+    /// Redis's `RDBFLAGS_ALLOW_DUP`).
+    pub allow_dup: bool,
 }
 
 /// Bytes gathered before each write to the output.
@@ -245,16 +252,55 @@ pub fn load_dataset_with(
     if ver < 1 || ver > RDB_VERSION_MAX_READ as u32 {
         return Err(fail(format!("Can't handle RDB format version {ver}")));
     }
+    let ndbs = server.ks.dbs.len();
+    let mut dbs: Vec<Db> = (0..ndbs).map(Db::new).collect();
+    let mut functions = Functions::default();
+    if opts.keep {
+        // Loaded into the live data; put back as it then is, loaded or not
+        // (Redis leaves what a failed load added).
+        for (live, kept) in server.ks.dbs.iter_mut().zip(dbs.iter_mut()) {
+            live.swap_data(kept);
+        }
+        functions = std::mem::take(&mut server.script.functions);
+    }
+    let loaded = load_into(server, data, opts, ver, &mut dbs, &mut functions);
+    if loaded.is_ok() || opts.keep {
+        for (live, loaded) in server.ks.dbs.iter_mut().zip(dbs.iter_mut()) {
+            live.swap_data(loaded);
+        }
+        server.script.functions = functions;
+    }
+    let info = loaded?;
+    if info.empty_skipped > 0 {
+        log::warning(&format!(
+            "Done loading RDB, keys loaded: {}, keys expired: {}, empty keys skipped: {}.",
+            info.keys, info.expired_skipped, info.empty_skipped
+        ));
+    } else {
+        log::notice(&format!(
+            "Done loading RDB, keys loaded: {}, keys expired: {}.",
+            info.keys, info.expired_skipped
+        ));
+    }
+    Ok(info)
+}
+
+/// Reads the image after its header into `dbs` and `functions`.
+fn load_into(
+    server: &mut Server,
+    data: &[u8],
+    opts: &LoadOptions,
+    ver: u32,
+    dbs: &mut [Db],
+    functions: &mut Functions,
+) -> Result<LoadInfo, LoadError> {
     let limits = Limits::from_config(&server.config);
-    let policy = server
+    let lfu_policy = server
         .config
         .get("maxmemory-policy")
         .unwrap_or("")
-        .to_string();
-    let lfu_policy = policy.contains("lfu");
-    let ndbs = server.ks.dbs.len();
-    let mut dbs: Vec<Db> = (0..ndbs).map(Db::new).collect();
-    let mut codes: Vec<Vec<u8>> = Vec::new();
+        .contains("lfu");
+    let ndbs = dbs.len();
     let mut info = LoadInfo::default();
     let mut r = Reader::new(data);
     r.pos = 9;
@@ -320,8 +366,14 @@ pub fn load_dataset_with(
                         super::read::module_type_name(id)
                     )));
                 }
+                // Loaded where they stand, before the keys that follow, so
+                // a NOFLUSH reload stops at a library already there first.
                 OPCODE_FUNCTION2 | OPCODE_FUNCTION_PRE_GA => match function_code(&mut r, t) {
-                    Ok(c) => codes.push(c),
+                    Ok(c) => {
+                        if let Err(e) = functions.load(&c, opts.allow_dup) {
+                            return Err(Bad::Unsupported(format!("Failed loading library, {e}")));
+                        }
+                    }
                     Err((Bad::Eof, why)) => {
                         log::warning(&format!("Failed loading library, {why}"));
                         return Err(Bad::Eof);
@@ -353,7 +405,9 @@ pub fn load_dataset_with(
                         return Ok(());
                     }
                     let entry = super::loaded_entry(val, lfu_policy, f, i, now_ms);
-                    if !dbs[db].add_loaded(&key, entry, ex) {
+                    if opts.allow_dup {
+                        dbs[db].replace_loaded(&key, entry, ex);
+                    } else if !dbs[db].add_loaded(&key, entry, ex) {
                         return Err(Bad::Unsupported(format!(
                             "RDB has duplicated key '{}' in DB {db}",
                             String::from_utf8_lossy(&key)
@@ -410,27 +464,6 @@ pub fn load_dataset_with(
         }
     }
     info.consumed = r.pos;
-
-    let mut functions = Functions::default();
-    for c in &codes {
-        if let Err(e) = functions.load(c, false) {
-            return Err(fail(format!("Failed loading library, {e}")));
-        }
-    }
-    for (live, loaded) in server.ks.dbs.iter_mut().zip(dbs.iter_mut()) {
-        live.swap_data(loaded);
-    }
-    server.script.functions = functions;
-    if empty_skipped > 0 {
-        log::warning(&format!(
-            "Done loading RDB, keys loaded: {}, keys expired: {}, empty keys skipped: {empty_skipped}.",
-            info.keys, info.expired_skipped
-        ));
-    } else {
-        log::notice(&format!(
-            "Done loading RDB, keys loaded: {}, keys expired: {}.",
-            info.keys, info.expired_skipped
-        ));
-    }
+    info.empty_skipped = empty_skipped;
     Ok(info)
 }

@@ -41,6 +41,8 @@ pub struct LoadInfo {
     pub expires: u64,
     /// Keys skipped because their time had passed.
     pub expired_skipped: u64,
+    /// Empty collections skipped (Redis logs how many).
+    pub empty_skipped: u64,
 }
 
 /// A loaded value's entry with Redis's `objectSetLRUOrLFU`: under an LFU
