@@ -236,7 +236,9 @@ fn log_aux(k: &[u8], v: &[u8]) {
 }
 
 /// [`load_dataset`] with options. Reads RDB versions 1 to 12; the dataset
-/// is replaced only when the whole image loads (checksum included).
+/// is replaced only when the whole image loads (checksum included), except
+/// with `keep` (DEBUG RELOAD NOFLUSH), which loads in place as Redis does
+/// and keeps what a failed load added.
 pub fn load_dataset_with(
     server: &mut Server,
     data: &[u8],
