@@ -16,6 +16,7 @@ Examples:
   python3 compat/bench.py --tests lpush,rpop,lrange_100 -P 1,16
   python3 compat/bench.py --raw "EVALSHA {sha:lock} 1 lock" --raw "INCR counter"
   python3 compat/bench.py --mem hashes --mem lists        # resident memory after the same fill
+  python3 compat/bench.py --fill stream1m --raw "XRANGE s - + COUNT 10"   # on a loaded data set
   python3 compat/bench.py --startup                       # start-up to 'Ready to accept connections'
   python3 compat/bench.py --tests get,set --setup "ACL SETUSER u on >pw ~key:* -@all +get +set" \
       --bench-args "--user u -a pw"                     # as an ACL user with a key pattern
@@ -28,6 +29,7 @@ into both servers with SCRIPT LOAD first. --setup "CMD ..." runs a command on bo
 prints the new build's ratio to it too: a before/after comparison in the same run.
 """
 import argparse
+import itertools
 import os
 import shutil
 import socket
@@ -198,6 +200,19 @@ FILLS = {
                      for k in range(0, 1000000, 100)),
     # 1,000,000 small strings
     "strings": lambda: (["SET", "key:%d" % i, "value:%d" % i] for i in range(1000000)),
+    # one stream of 1,000,000 small entries, the same two fields in each (issues 13 and 14)
+    "streams": lambda: (["XADD", "s", "*", "sensor", str(i % 100), "reading", str(i)] for i in range(1000000)),
+    # --fill: stream s of 1,000,000 entries with ids 1-1 .. 1000000-1 and group g on it from the
+    # start, so XREADGROUP ... > delivers real entries and "XACK s g __rand_int__-1" (with
+    # -r 1000000) finds ids XREADGROUP delivered
+    "stream1m": lambda: itertools.chain(
+        (["XADD", "s", "%d-1" % i, "sensor", str(i % 100), "reading", str(i)] for i in range(1, 1000001)),
+        [["XGROUP", "CREATE", "s", "g", "0"]]),
+    # --fill: geo set g of 10,000 points around Rome (for GEOSEARCH BYRADIUS)
+    "geo10k": lambda: (["GEOADD", "g"] + sum([[str(12.0 + (i * 37 % 1000) / 1000.0),
+                                              str(41.5 + (i * 91 % 1000) / 1000.0), "p%d" % i]
+                                             for i in range(k, k + 100)], [])
+                       for k in range(0, 10000, 100)),
 }
 
 
@@ -215,6 +230,8 @@ def main():
     ap.add_argument("--bench-args", default="",
                     help="more redis-benchmark flags, e.g. '--user u -a pw' (with --setup "
                          "'ACL SETUSER u on >pw ~* +@all' to benchmark as an ACL user)")
+    ap.add_argument("--fill", action="append", default=[], choices=sorted(FILLS),
+                    help="a data set loaded into every server before the workloads")
     ap.add_argument("--mem", action="append", default=[], choices=sorted(FILLS), help="memory comparison")
     ap.add_argument("--startup", action="store_true", help="measure start-up time")
     ap.add_argument("--no-build", action="store_true")
@@ -265,6 +282,8 @@ def main():
             memory(a.mem, redis, oxidis)
             return
         for s in servers:
+            for name in a.fill:
+                pipeline_fill(s.port, FILLS[name]())
             for cmd in a.setup:
                 command(s.port, *cmd.split())
         shas = {}

@@ -167,50 +167,57 @@ pub fn iter(lp: &[u8]) -> Result<Iter<'_>, Malformed> {
     })
 }
 
+/// The element whose encoding starts at `p` and the length of that
+/// encoding (the backlen that follows it is not read).
+#[inline]
+fn decode(lp: &[u8], p: usize) -> Option<(Elem<'_>, usize)> {
+    let b = *lp.get(p)?;
+    let get = |from: usize, n: usize| lp.get(from..from.checked_add(n)?);
+    Some(if b & 0x80 == 0 {
+        (Elem::Int((b & 0x7f) as i64), 1)
+    } else if b & 0xC0 == 0x80 {
+        let n = (b & 0x3f) as usize;
+        (Elem::Str(get(p + 1, n)?), 1 + n)
+    } else if b & 0xE0 == 0xC0 {
+        let u = (((b & 0x1f) as i64) << 8) | *lp.get(p + 1)? as i64;
+        (Elem::Int(if u >= 1 << 12 { u - (1 << 13) } else { u }), 2)
+    } else if b & 0xF0 == 0xE0 {
+        let n = (((b & 0x0f) as usize) << 8) | *lp.get(p + 1)? as usize;
+        (Elem::Str(get(p + 2, n)?), 2 + n)
+    } else {
+        match b {
+            0xF1 => {
+                let d = get(p + 1, 2)?;
+                (Elem::Int(i16::from_le_bytes([d[0], d[1]]) as i64), 3)
+            }
+            0xF2 => {
+                let d = get(p + 1, 3)?;
+                let u = i32::from_le_bytes([d[0], d[1], d[2], 0]);
+                (Elem::Int(((u << 8) >> 8) as i64), 4)
+            }
+            0xF3 => {
+                let d = get(p + 1, 4)?;
+                (Elem::Int(i32::from_le_bytes(d.try_into().ok()?) as i64), 5)
+            }
+            0xF4 => {
+                let d = get(p + 1, 8)?;
+                (Elem::Int(i64::from_le_bytes(d.try_into().ok()?)), 9)
+            }
+            0xF0 => {
+                let d = get(p + 1, 4)?;
+                let n = u32::from_le_bytes(d.try_into().ok()?) as usize;
+                (Elem::Str(get(p + 5, n)?), 5 + n)
+            }
+            _ => return None,
+        }
+    })
+}
+
 impl<'a> Iter<'a> {
     fn entry(&mut self) -> Option<Elem<'a>> {
         let lp = self.lp;
         let p = self.pos;
-        let b = *lp.get(p)?;
-        let get = |from: usize, n: usize| lp.get(from..from.checked_add(n)?);
-        let (elem, enclen) = if b & 0x80 == 0 {
-            (Elem::Int((b & 0x7f) as i64), 1)
-        } else if b & 0xC0 == 0x80 {
-            let n = (b & 0x3f) as usize;
-            (Elem::Str(get(p + 1, n)?), 1 + n)
-        } else if b & 0xE0 == 0xC0 {
-            let u = (((b & 0x1f) as i64) << 8) | *lp.get(p + 1)? as i64;
-            (Elem::Int(if u >= 1 << 12 { u - (1 << 13) } else { u }), 2)
-        } else if b & 0xF0 == 0xE0 {
-            let n = (((b & 0x0f) as usize) << 8) | *lp.get(p + 1)? as usize;
-            (Elem::Str(get(p + 2, n)?), 2 + n)
-        } else {
-            match b {
-                0xF1 => {
-                    let d = get(p + 1, 2)?;
-                    (Elem::Int(i16::from_le_bytes([d[0], d[1]]) as i64), 3)
-                }
-                0xF2 => {
-                    let d = get(p + 1, 3)?;
-                    let u = i32::from_le_bytes([d[0], d[1], d[2], 0]);
-                    (Elem::Int(((u << 8) >> 8) as i64), 4)
-                }
-                0xF3 => {
-                    let d = get(p + 1, 4)?;
-                    (Elem::Int(i32::from_le_bytes(d.try_into().ok()?) as i64), 5)
-                }
-                0xF4 => {
-                    let d = get(p + 1, 8)?;
-                    (Elem::Int(i64::from_le_bytes(d.try_into().ok()?)), 9)
-                }
-                0xF0 => {
-                    let d = get(p + 1, 4)?;
-                    let n = u32::from_le_bytes(d.try_into().ok()?) as usize;
-                    (Elem::Str(get(p + 5, n)?), 5 + n)
-                }
-                _ => return None,
-            }
-        };
+        let (elem, enclen) = decode(lp, p)?;
         let bl = backlen_size(enclen);
         let end = p.checked_add(enclen)?.checked_add(bl)?;
         // The terminator must still follow.
@@ -256,20 +263,40 @@ impl<'a> Iterator for Iter<'a> {
 }
 
 /// The element at byte offset `pos` and the offset of the next one; None at
-/// the terminator or on a malformed entry (stream nodes are read this way).
+/// the terminator or past the end. Backlens are not checked: this reads
+/// listpacks already validated whole (stream nodes), on their hot path.
+#[inline]
 pub fn elem_at(lp: &[u8], pos: usize) -> Option<(Elem<'_>, usize)> {
     if *lp.get(pos)? == EOF {
         return None;
     }
-    let mut it = Iter {
-        lp,
-        pos,
-        declared: 0,
-        seen: 0,
-        done: false,
-    };
-    let e = it.entry()?;
-    Some((e, it.pos))
+    let (e, enclen) = decode(lp, pos)?;
+    let end = pos + enclen + backlen_size(enclen);
+    (end < lp.len()).then_some((e, end))
+}
+
+/// Where the element that ends just before `pos` starts (walking back by
+/// its backlen), or None at the first element. Reads listpacks already
+/// validated whole, as [`elem_at`].
+#[inline]
+pub fn prev_start(lp: &[u8], pos: usize) -> Option<usize> {
+    if pos <= HEADER {
+        return None;
+    }
+    // The backlen's last byte holds the low 7 bits; a set high bit means
+    // more bytes before it.
+    let (mut enclen, mut shift, mut p) = (0usize, 0, pos);
+    loop {
+        p = p.checked_sub(1)?;
+        let b = *lp.get(p)?;
+        enclen |= ((b & 127) as usize) << shift;
+        if b & 128 == 0 || shift >= 28 {
+            break;
+        }
+        shift += 7;
+    }
+    pos.checked_sub(backlen_size(enclen) + enclen)
+        .filter(|&s| s >= HEADER)
 }
 
 /// Every element of a listpack, or `Err` when it is malformed.

@@ -21,6 +21,7 @@ pub mod node;
 #[cfg(test)]
 mod tests;
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 
 pub use group::{Consumer, Group, Nack};
@@ -89,6 +90,11 @@ pub const ENTRIES_READ_INVALID: i64 = -1;
 #[derive(Default, Clone)]
 pub struct Stream {
     nodes: BTreeMap<StreamId, Vec<u8>>,
+    /// The entry a forward range last returned: the next forward range
+    /// starting after it, in the same node (XREADGROUP `>`, XREAD, XRANGE
+    /// paging), starts walking there instead of at the node's first entry.
+    /// A hint only: checked against the node before use.
+    seek: Cell<Option<Seek>>,
     length: u64,
     pub last_id: StreamId,
     pub first_id: StreamId,
@@ -223,20 +229,33 @@ impl Stream {
     ) -> Range<'_> {
         // The node holding `start` (forwards) or `end` (backwards) is the
         // last one whose master id is not above it, as Redis's `<=` seek.
+        let mut fwd = None;
         let nodes = if !rev {
             let from = self
                 .nodes
                 .range(..=start)
                 .next_back()
                 .map_or(StreamId::MIN, |(k, _)| *k);
-            self.nodes.range(from..)
+            let mut nodes = self.nodes.range(from..);
+            // Resume at the last entry returned when it is before `start`
+            // in the node `start` is in.
+            if let Some(s) = self.seek.get().filter(|s| s.master == from && s.id < start) {
+                if let Some(lp) = self.nodes.get(&from) {
+                    fwd = node::entries_from(lp, from, s.rel, s.id);
+                    if fwd.is_some() {
+                        nodes.next();
+                    }
+                }
+            }
+            nodes
         } else {
             self.nodes.range(..=end)
         };
         Range {
             nodes,
-            cur: Vec::new(),
-            fwd: None,
+            back: None,
+            fwd,
+            seek: (!rev).then_some(&self.seek),
             start,
             end,
             rev,
@@ -490,13 +509,24 @@ pub fn decode_id(b: &[u8; 16]) -> StreamId {
     )
 }
 
+/// An entry's place: its node's master id, its offset from the node's first
+/// entry (see [`node::Entries::rel`]) and its id.
+#[derive(Clone, Copy)]
+struct Seek {
+    master: StreamId,
+    rel: usize,
+    id: StreamId,
+}
+
 /// Entries in an id range (see [`Stream::range`]).
 pub struct Range<'a> {
     nodes: std::collections::btree_map::Range<'a, StreamId, Vec<u8>>,
-    /// Backwards: the current node's entries, popped from the end.
-    cur: Vec<Entry<'a>>,
+    /// Backwards: the current node's entries.
+    back: Option<node::RevEntries<'a>>,
     /// Forwards: the current node's entries.
     fwd: Option<node::Entries<'a>>,
+    /// Forwards: where to note the last entry returned.
+    seek: Option<&'a Cell<Option<Seek>>>,
     start: StreamId,
     end: StreamId,
     rev: bool,
@@ -510,11 +540,11 @@ impl<'a> Iterator for Range<'a> {
     fn next(&mut self) -> Option<Entry<'a>> {
         while !self.done {
             let e = if self.rev {
-                match self.cur.pop() {
+                match self.back.as_mut().and_then(|it| it.next()) {
                     Some(e) => e,
                     None => match self.nodes.next_back() {
                         Some((m, lp)) => {
-                            self.cur = node::entries(lp, *m).collect();
+                            self.back = Some(node::entries_rev(lp, *m));
                             continue;
                         }
                         None => {
@@ -557,6 +587,13 @@ impl<'a> Iterator for Range<'a> {
                     self.done = true;
                     break;
                 }
+            }
+            if let (Some(seek), Some(it)) = (self.seek, &self.fwd) {
+                seek.set(Some(Seek {
+                    master: it.master(),
+                    rel: it.rel(&e),
+                    id: e.id,
+                }));
             }
             return Some(e);
         }

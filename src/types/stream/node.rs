@@ -185,6 +185,43 @@ pub struct Entries<'a> {
     pos: usize,
 }
 
+/// The id of the entry whose flags are at `at`, or None when `at` is not
+/// where an entry could start: checks a remembered position without
+/// trusting it.
+fn entry_id_at(lp: &[u8], master: StreamId, at: usize) -> Option<StreamId> {
+    let int = |pos: usize| match listpack::elem_at(lp, pos)? {
+        (Elem::Int(v), next) => Some((v, next)),
+        _ => None,
+    };
+    let (_flags, p) = int(at)?;
+    let (ms, p) = int(p)?;
+    let (seq, _) = int(p)?;
+    Some(StreamId::new(
+        master.ms.wrapping_add(ms as u64),
+        master.seq.wrapping_add(seq as u64),
+    ))
+}
+
+/// The entries of a node from the entry `rel` bytes after its first one,
+/// when that entry is `id` (None otherwise).
+pub fn entries_from(lp: &[u8], master: StreamId, rel: usize, id: StreamId) -> Option<Entries<'_>> {
+    let h = header(lp);
+    let pos = h.first_entry.checked_add(rel)?;
+    (entry_id_at(lp, master, pos)? == id).then_some(Entries { lp, master, pos, h })
+}
+
+impl Entries<'_> {
+    /// Where `e` (an entry of this node) lies, from the node's first entry:
+    /// appends, deletion flags and count updates leave it unchanged.
+    pub fn rel(&self, e: &Entry<'_>) -> usize {
+        e.at - self.h.first_entry
+    }
+
+    pub fn master(&self) -> StreamId {
+        self.master
+    }
+}
+
 pub fn entries(lp: &[u8], master: StreamId) -> Entries<'_> {
     let h = header(lp);
     Entries {
@@ -204,6 +241,45 @@ impl<'a> Iterator for Entries<'a> {
         }
         let e = Entry::read(self.lp, self.master, &self.h, self.pos);
         self.pos = e.end;
+        Some(e)
+    }
+}
+
+/// The entries of a node from the last to the first, deleted ones
+/// included, walked back by each entry's lp-count as Redis does.
+pub struct RevEntries<'a> {
+    lp: &'a [u8],
+    master: StreamId,
+    h: Header,
+    /// Just after the next entry to return.
+    end: usize,
+}
+
+pub fn entries_rev(lp: &[u8], master: StreamId) -> RevEntries<'_> {
+    let h = header(lp);
+    RevEntries {
+        lp,
+        master,
+        end: lp.len() - 1,
+        h,
+    }
+}
+
+impl<'a> Iterator for RevEntries<'a> {
+    type Item = Entry<'a>;
+
+    fn next(&mut self) -> Option<Entry<'a>> {
+        if self.end <= self.h.first_entry {
+            return None;
+        }
+        let back = |p: usize| {
+            listpack::prev_start(self.lp, p).expect("stream node listpack is well formed")
+        };
+        let count_at = back(self.end);
+        let (items, _) = read_int(self.lp, count_at);
+        let at = (0..items.max(0)).fold(count_at, |p, _| back(p));
+        let e = Entry::read(self.lp, self.master, &self.h, at);
+        self.end = at;
         Some(e)
     }
 }

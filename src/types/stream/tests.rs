@@ -146,3 +146,79 @@ fn rax_node_counts() {
     add(&mut s, id(1, 0), &["f", "v"]);
     assert_eq!(s.rax_nodes(), 2);
 }
+
+/// Walking a node backwards (by backlens and lp-counts) meets the entries
+/// the forward walk meets, in reverse: mixed field sets, values whose
+/// encodings need two-byte backlens, and tombstones.
+#[test]
+fn backward_walk_mirrors_forward_walk() {
+    let mut s = Stream::new();
+    let long = "x".repeat(300);
+    for i in 1..=60u64 {
+        match i % 3 {
+            0 => add(&mut s, id(i, 0), &["f", "v"]),
+            1 => add(&mut s, id(i, 0), &["other", &long, "g", "12345678901"]),
+            _ => add(&mut s, id(i, 7), &["f", &i.to_string()]),
+        }
+    }
+    s.delete(&[id(4, 0), id(9, 0), id(60, 0)]);
+    for skip_deleted in [false, true] {
+        let fwd: Vec<StreamId> = s
+            .range_with(StreamId::MIN, StreamId::MAX, false, skip_deleted)
+            .map(|e| e.id)
+            .collect();
+        let mut back: Vec<StreamId> = s
+            .range_with(StreamId::MIN, StreamId::MAX, true, skip_deleted)
+            .map(|e| e.id)
+            .collect();
+        back.reverse();
+        assert_eq!(fwd, back);
+        assert_eq!(fwd.len(), if skip_deleted { 57 } else { 60 });
+    }
+    assert_eq!(s.last_valid_id(), id(59, 7));
+}
+
+/// A forward range resumes where the last one stopped, and stays right
+/// when the node changed in between: appends that grow the header's counts
+/// past a one-byte encoding, deletions (of the remembered entry too), and
+/// the node removed by trimming.
+#[test]
+fn resumed_ranges_stay_right_after_the_node_changes() {
+    let mut s = Stream::new();
+    let lim = NodeLimits {
+        entries: 1000,
+        ..NodeLimits::default()
+    };
+    let put = |s: &mut Stream, i: u64| {
+        s.add(NewId::Exact(id(i, 0)), &[b"f", b"v"], lim, 0)
+            .unwrap();
+    };
+    for i in 1..=100 {
+        put(&mut s, i);
+    }
+    let first = |s: &Stream, after: u64| {
+        s.range(id(after, 1), StreamId::MAX, false)
+            .next()
+            .map(|e| e.id)
+    };
+    assert_eq!(first(&s, 50), Some(id(51, 0)));
+    // The count grows past 127: the header gets longer, entries move.
+    for i in 101..=300 {
+        put(&mut s, i);
+    }
+    assert_eq!(first(&s, 51), Some(id(52, 0)));
+    // The remembered entry and the one after it are deleted.
+    s.delete(&[id(52, 0), id(53, 0)]);
+    assert_eq!(first(&s, 52), Some(id(54, 0)));
+    assert_eq!(first(&s, 299), Some(id(300, 0)));
+    assert_eq!(first(&s, 300), None);
+    // Trimmed away: the node the hint names is gone.
+    s.trim(&Trim {
+        by: TrimBy::MaxLen(0),
+        approx: false,
+        limit: 0,
+    });
+    assert_eq!(first(&s, 10), None);
+    put(&mut s, 400);
+    assert_eq!(first(&s, 10), Some(id(400, 0)));
+}
