@@ -31,10 +31,14 @@ impl Denied {
 /// selector allows all of it. Otherwise the denial Redis reports: the
 /// command when no selector runs it, else the last key or channel refused.
 pub fn check(u: &User, cmd: CmdRef, args: &Args) -> Result<(), Denied> {
+    let plan = keys::plan(cmd.id);
+    if let [only] = &u.selectors[..] {
+        return check_selector(only, cmd, plan, args, &mut None);
+    }
     let mut keys = None;
     let mut worst = Denied::Command;
     for s in &u.selectors {
-        match check_selector(s, cmd, args, &mut keys) {
+        match check_selector(s, cmd, plan, args, &mut keys) {
             Ok(()) => return Ok(()),
             Err(d) => {
                 if d.rank() > worst.rank() {
@@ -49,8 +53,9 @@ pub fn check(u: &User, cmd: CmdRef, args: &Args) -> Result<(), Denied> {
 fn check_selector(
     s: &Selector,
     cmd: CmdRef,
+    plan: Option<&keys::Plan>,
     args: &Args,
-    keys: &mut Option<Vec<(usize, u8)>>,
+    keys: &mut Option<keys::KeyList>,
 ) -> Result<(), Denied> {
     if !s.allcommands && !cmd.spec.has(flags::NO_AUTH) && !s.bit(cmd.id) {
         let idx = if cmd.spec.name.contains('|') { 2 } else { 1 };
@@ -63,6 +68,16 @@ fn check_selector(
         }
     }
     if !s.allkeys {
+        if let Some(simple) = plan.and_then(|p| p.simple()) {
+            if let Some(positions) = simple.positions(args.len()) {
+                for pos in positions {
+                    if !key_ok(s, args.at(pos), simple.access) {
+                        return Err(Denied::Key(pos));
+                    }
+                }
+                return check_channels(s, plan, args);
+            }
+        }
         let keys = keys.get_or_insert_with(|| keys::keys(cmd.id, cmd.spec, args));
         for &(pos, need) in keys.iter() {
             if !key_ok(s, args.at(pos), need) {
@@ -70,8 +85,12 @@ fn check_selector(
             }
         }
     }
+    check_channels(s, plan, args)
+}
+
+fn check_channels(s: &Selector, plan: Option<&keys::Plan>, args: &Args) -> Result<(), Denied> {
     if !s.allchannels {
-        if let Some(how) = keys::channels(cmd.spec) {
+        if let Some(how) = plan.and_then(|p| p.channels()) {
             let (range, patterns) = match how {
                 Channels::Subscribe { patterns } => (1..args.len(), patterns),
                 Channels::Publish => (1..args.len().min(2), false),
@@ -100,7 +119,7 @@ pub fn key_ok(s: &Selector, key: &[u8], need: u8) -> bool {
     }
     s.keys
         .iter()
-        .any(|k| k.flags & want == want && glob::matches(&k.pattern, key, false))
+        .any(|k| k.flags & want == want && k.matches(key))
 }
 
 /// A channel against a list of channel patterns: a channel matches by glob,
@@ -136,7 +155,7 @@ pub fn unrestricted_key_access(u: &User, cmd: CmdRef, args: &Args, need: u8) -> 
     }
     let mut keys = None;
     u.selectors.iter().any(|s| {
-        check_selector(s, cmd, args, &mut keys).is_ok()
+        check_selector(s, cmd, keys::plan(cmd.id), args, &mut keys).is_ok()
             && (s.allkeys
                 || s.keys
                     .iter()

@@ -4,6 +4,8 @@
 
 use std::sync::OnceLock;
 
+use smallvec::SmallVec;
+
 use crate::command::table::table;
 use crate::command::{Args, CommandSpec};
 use crate::resp::value::Value;
@@ -32,9 +34,80 @@ struct Spec {
     incomplete: bool,
 }
 
+/// Key positions and the access each needs; inline up to four (the
+/// check runs for every command of a restricted user: no allocation).
+pub type KeyList = SmallVec<[(usize, u8); 4]>;
+
+/// The commands whose key access depends on their arguments.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Variable {
+    #[default]
+    No,
+    Set,
+    Bitfield,
+}
+
+/// A lone key spec `index` + `range` with no limit: keys from `first` to
+/// `lastkey` (from the end when negative) every `step`.
+#[derive(Clone, Copy, Debug)]
+pub struct Simple {
+    first: i64,
+    lastkey: i64,
+    step: i64,
+    pub access: u8,
+}
+
+impl Simple {
+    /// The key positions for `argc` arguments, as [`by_specs`] finds them;
+    /// None when they do not fit (the caller takes the general path).
+    #[inline]
+    pub fn positions(
+        &self,
+        argc: usize,
+    ) -> Option<std::iter::StepBy<std::ops::RangeInclusive<usize>>> {
+        let argc = argc as i64;
+        let last = if self.lastkey >= 0 {
+            self.first + self.lastkey
+        } else {
+            argc + self.lastkey
+        };
+        if last >= argc || last < self.first || self.first >= argc {
+            return None;
+        }
+        Some((self.first as usize..=last as usize).step_by(self.step.max(1) as usize))
+    }
+}
+
+/// How command `id` names its keys and channels.
+#[inline]
+pub fn plan(id: usize) -> Option<&'static Plan> {
+    plans().get(id)
+}
+
+impl Plan {
+    /// The plain key spec, if the command has exactly that.
+    #[inline]
+    pub fn simple(&self) -> Option<&Simple> {
+        self.simple.as_ref()
+    }
+
+    /// How the command names channels.
+    #[inline]
+    pub fn channels(&self) -> Option<Channels> {
+        self.channels
+    }
+}
+
 /// How to find one command's keys.
 #[derive(Clone, Debug, Default)]
-struct Plan {
+pub struct Plan {
+    /// SET and BITFIELD (see [`variable_access`]).
+    variable: Variable,
+    /// The one key spec, when it is a plain index and range (GET, MGET,
+    /// DEL, HSET...): positions computed without building a list.
+    simple: Option<Simple>,
+    /// How a pub/sub command names channels.
+    channels: Option<Channels>,
     /// Key specs usable as they are (none unknown, no variable flags).
     specs: Option<Vec<Spec>>,
     /// Redis's key specs name no key (none, or only `not_key` ones, as the
@@ -49,7 +122,7 @@ struct Plan {
 
 fn plans() -> &'static [Plan] {
     static P: OnceLock<Vec<Plan>> = OnceLock::new();
-    P.get_or_init(|| table().all.iter().map(|s| plan(s)).collect())
+    P.get_or_init(|| table().all.iter().map(|s| build_plan(s)).collect())
 }
 
 fn field<'a>(m: &'a Value, name: &str) -> Option<&'a Value> {
@@ -79,16 +152,28 @@ fn words(v: Option<&Value>) -> Vec<Vec<u8>> {
     }
 }
 
-fn plan(spec: &CommandSpec) -> Plan {
+fn build_plan(spec: &CommandSpec) -> Plan {
+    let variable = match spec.name {
+        "set" => Variable::Set,
+        "bitfield" => Variable::Bitfield,
+        _ => Variable::No,
+    };
     let Some(meta) = crate::command::meta::get(spec.name) else {
         return Plan {
+            variable,
+            simple: None,
+            channels: channels_of(spec),
             specs: None,
             keyless: false,
             by_index: Vec::new(),
             other_access: NEEDS_READ | NEEDS_WRITE,
         };
     };
-    let mut p = Plan::default();
+    let mut p = Plan {
+        variable,
+        channels: channels_of(spec),
+        ..Plan::default()
+    };
     let mut specs = Vec::new();
     let mut usable = true;
     let mut any_key = false;
@@ -152,6 +237,27 @@ fn plan(spec: &CommandSpec) -> Plan {
         }
     }
     if any_key && usable {
+        if let [Spec {
+            begin: Begin::Index(first),
+            find:
+                Find::Range {
+                    lastkey,
+                    step,
+                    limit: 0,
+                },
+            access,
+            incomplete: false,
+        }] = specs[..]
+        {
+            if variable == Variable::No && first > 0 {
+                p.simple = Some(Simple {
+                    first,
+                    lastkey,
+                    step,
+                    access,
+                });
+            }
+        }
         p.specs = Some(specs);
     }
     p.keyless = !any_key;
@@ -160,7 +266,7 @@ fn plan(spec: &CommandSpec) -> Plan {
 
 /// Redis's `getKeysUsingKeySpecs`; None when a spec cannot be applied
 /// (the caller falls back to the command's own key finder).
-fn by_specs(specs: &[Spec], args: &Args, out: &mut Vec<(usize, u8)>) -> Option<()> {
+fn by_specs(specs: &[Spec], args: &Args, out: &mut KeyList) -> Option<()> {
     let argc = args.len() as i64;
     for s in specs {
         let mut first = match &s.begin {
@@ -238,13 +344,13 @@ fn by_specs(specs: &[Spec], args: &Args, out: &mut Vec<(usize, u8)>) -> Option<(
 
 /// The key arguments of a command with the access each needs, in the
 /// order Redis checks them.
-pub fn keys(id: usize, spec: &CommandSpec, args: &Args) -> Vec<(usize, u8)> {
-    let mut out = Vec::new();
+pub fn keys(id: usize, spec: &CommandSpec, args: &Args) -> KeyList {
+    let mut out = KeyList::new();
     let Some(p) = plans().get(id) else {
         return out;
     };
-    if let Some(access) = variable_access(spec.name, args) {
-        out.push((1, access));
+    if p.variable != Variable::No {
+        out.push((1, variable_access(p.variable, args)));
         return out;
     }
     if p.keyless {
@@ -271,17 +377,17 @@ pub fn keys(id: usize, spec: &CommandSpec, args: &Args) -> Vec<(usize, u8)> {
 
 /// The two commands whose key specs have `variable_flags`: their key's
 /// access depends on the arguments (Redis's `setGetKeys`, `bitfieldGetKeys`).
-fn variable_access(name: &str, args: &Args) -> Option<u8> {
-    match name {
-        "set" => {
+fn variable_access(which: Variable, args: &Args) -> u8 {
+    match which {
+        Variable::Set => {
             let get = args.from(3).any(|a| a.eq_ignore_ascii_case(b"get"));
-            Some(if get {
+            if get {
                 NEEDS_READ | NEEDS_WRITE
             } else {
                 NEEDS_WRITE
-            })
+            }
         }
-        "bitfield" => {
+        Variable::Bitfield => {
             let mut readonly = true;
             let mut i = 2;
             while i < args.len() {
@@ -297,18 +403,19 @@ fn variable_access(name: &str, args: &Args) -> Option<u8> {
                     break;
                 }
             }
-            Some(if readonly {
+            if readonly {
                 NEEDS_READ
             } else {
                 NEEDS_READ | NEEDS_WRITE
-            })
+            }
         }
-        _ => None,
+        Variable::No => 0,
     }
 }
 
 /// How a pub/sub command names channels (Redis's `commands_with_channels`,
 /// only the entries ACL checks: subscribing and publishing).
+#[derive(Clone, Copy, Debug)]
 pub enum Channels {
     /// SUBSCRIBE, SSUBSCRIBE: every argument; PSUBSCRIBE: every argument, as patterns.
     Subscribe { patterns: bool },
@@ -316,7 +423,7 @@ pub enum Channels {
     Publish,
 }
 
-pub fn channels(spec: &CommandSpec) -> Option<Channels> {
+fn channels_of(spec: &CommandSpec) -> Option<Channels> {
     match spec.name {
         "subscribe" | "ssubscribe" => Some(Channels::Subscribe { patterns: false }),
         "psubscribe" => Some(Channels::Subscribe { patterns: true }),

@@ -205,10 +205,7 @@ fn key_pattern(s: &mut Selector, op: &[u8]) -> Result<(), RuleError> {
     }
     match s.keys.iter_mut().find(|k| k.pattern == pat) {
         Some(k) => k.flags |= flags,
-        None => s.keys.push(KeyPattern {
-            pattern: pat.to_vec(),
-            flags,
-        }),
+        None => s.keys.push(KeyPattern::new(pat.to_vec(), flags)),
     }
     s.allkeys = false;
     Ok(())

@@ -85,3 +85,25 @@ fn a_failed_setuser_changes_nothing() {
     );
     assert_eq!(acl.get(b"u").unwrap(), &before);
 }
+
+/// A key pattern's prefix fast path answers as the glob matcher does.
+#[test]
+fn key_pattern_prefix_path_agrees_with_glob() {
+    use super::user::KeyPattern;
+    let patterns = [
+        "key:*", "*", "k*", "", "key:", "k?y:*", "k[e]y:*", "key\\*", "ke*y*", "key:**",
+    ];
+    let keys = [
+        "key:", "key:1", "key", "k", "", "kay:1", "key*", "KEY:1", "key:1*x", "ke",
+    ];
+    for p in patterns {
+        let kp = KeyPattern::new(p.as_bytes().to_vec(), super::user::KEY_ALL);
+        for k in keys {
+            assert_eq!(
+                kp.matches(k.as_bytes()),
+                crate::types::glob::matches(p.as_bytes(), k.as_bytes(), false),
+                "pattern {p:?} key {k:?}"
+            );
+        }
+    }
+}

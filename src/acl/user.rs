@@ -12,6 +12,33 @@ pub struct KeyPattern {
     pub pattern: Vec<u8>,
     /// `KEY_READ`, `KEY_WRITE` or both; never 0.
     pub flags: u8,
+    /// The pattern is this many literal bytes and one `*` (`key:*`, the
+    /// usual shape): matched by a prefix compare, not the glob matcher.
+    prefix: Option<usize>,
+}
+
+impl KeyPattern {
+    pub fn new(pattern: Vec<u8>, flags: u8) -> KeyPattern {
+        let prefix = match pattern.split_last() {
+            Some((b'*', lit)) if !lit.iter().any(|c| b"*?[]\\".contains(c)) => Some(lit.len()),
+            _ => None,
+        };
+        KeyPattern {
+            pattern,
+            flags,
+            prefix,
+        }
+    }
+
+    /// The key matches the pattern (Redis's `stringmatchlen`, case-sensitive).
+    #[inline]
+    pub fn matches(&self, key: &[u8]) -> bool {
+        match self.prefix {
+            // As Redis 7.0's matcher, `*` does not match an empty key.
+            Some(n) => !key.is_empty() && key.starts_with(&self.pattern[..n]),
+            None => crate::types::glob::matches(&self.pattern, key, false),
+        }
+    }
 }
 
 /// One set of command, key and channel permissions. A user may run a
