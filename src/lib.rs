@@ -135,6 +135,7 @@ fn run_on_thread(
         .spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
+                .on_thread_park(persist::aof::before_park)
                 .build()
                 .expect("tokio runtime");
             let local = tokio::task::LocalSet::new();

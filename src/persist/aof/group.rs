@@ -18,6 +18,15 @@
 //! connections have lately taken to come back, and by half the last
 //! fdatasync: a slow fdatasync (the disk's tail) or a client that does not
 //! come back then costs the others little.
+//!
+//! When the data thread runs out of work it fdatasyncs itself before it
+//! sleeps (tokio's `on_thread_park`, Redis's `beforeSleep`), after the
+//! same gather: at P1 that is cheaper than waking the sync thread, whose
+//! wake-up competes with the clients for the CPU. The sync thread is woken
+//! only once a request has waited `KICK_AFTER` (the data thread busy
+//! meanwhile): a later request wakes it, and each waiting connection's own
+//! timer at that deadline does, so no reply waits on the data thread
+//! finding time to park.
 
 use std::cell::RefCell;
 use std::fs::File;
@@ -66,6 +75,16 @@ struct Want {
     /// only when they change its decision: one per fdatasync, not one per
     /// connection.
     kick_at: u64,
+    /// An fdatasync is running (the sync thread's or the data thread's).
+    busy: bool,
+    /// The data thread synced while the sync thread gathered.
+    inline_ran: bool,
+    /// When the oldest request not yet covered was made.
+    since: Option<Instant>,
+    /// The data thread's gather after its own fdatasync, and whether a
+    /// waiter armed a timer for its deadline.
+    park_gather: Option<(Gather, bool)>,
+    park_back: Return,
 }
 
 /// Before the next fdatasync: `arrivals` to reach `until`, or `deadline`.
@@ -114,6 +133,7 @@ impl Group {
             kick: Condvar::new(),
         });
         let worker = shared.clone();
+        PARK.with(|p| *p.borrow_mut() = Arc::downgrade(&shared));
         let spawned = std::thread::Builder::new()
             .name("aof_fsync_always".into())
             .spawn(move || worker.run());
@@ -141,15 +161,21 @@ impl Group {
         if want.upto < upto {
             want.upto = upto;
             want.file = Some(file.clone());
-            if want.idle {
-                self.shared.kick.notify_one();
-            }
+        }
+        let now = Instant::now();
+        let since = *want.since.get_or_insert(now);
+        if want.idle && !want.busy && now - since >= KICK_AFTER {
+            self.shared.kick.notify_one();
         }
     }
 
     /// `request`, for a connection that then waits for `upto` (counted by
     /// the sync thread's gathering).
-    fn join(&self, file: &Arc<File>, upto: u64) {
+    fn join(&self, file: &Arc<File>, upto: u64) -> Timers {
+        let mut arm = Timers {
+            gather: None,
+            kick: Some(Instant::now() + KICK_AFTER),
+        };
         {
             let mut want = self.shared.lock();
             if !want.stop {
@@ -158,9 +184,16 @@ impl Group {
                 if want.arrivals >= want.kick_at {
                     self.shared.kick.notify_one();
                 }
+                if let Some((g, armed)) = &mut want.park_gather {
+                    if !*armed {
+                        *armed = true;
+                        arm.gather = Some(g.deadline);
+                    }
+                }
             }
         }
         self.request(file, upto);
+        arm
     }
 
     pub(super) fn synced(&self) -> u64 {
@@ -169,13 +202,12 @@ impl Group {
 
     /// The data thread fsynced by itself (a file switched or closed).
     pub(super) fn mark_synced(&self, upto: u64) {
-        self.shared.synced.fetch_max(upto, Ordering::AcqRel);
-        self.shared.lock().waiting.retain(|&t| t > upto);
+        self.shared.complete(&mut self.shared.lock(), upto);
         self.shared.done.notify_waiters();
     }
 
     /// Resolves once `synced` reaches `target`.
-    async fn wait(shared: Arc<Shared>, target: u64) {
+    async fn wait(shared: Arc<Shared>, target: u64, mut timers: Timers) {
         loop {
             let mut done = pin!(shared.done.notified());
             // Registered before the check: a completion between the check
@@ -184,9 +216,98 @@ impl Group {
             if shared.synced.load(Ordering::Acquire) >= target {
                 return;
             }
-            done.await;
+            let next = match (timers.gather, timers.kick) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            let Some(at) = next else {
+                done.await;
+                continue;
+            };
+            tokio::select! {
+                _ = done => {}
+                _ = tokio::time::sleep_until(at.into()) => {
+                    // The gather's deadline: waking was the point (the
+                    // data thread then parks and fdatasyncs).
+                    timers.gather = timers.gather.filter(|&g| g > at);
+                    if timers.kick.is_some_and(|k| k <= at) {
+                        timers.kick = None;
+                        shared.kick_if_waiting();
+                    }
+                }
+            }
         }
     }
+}
+
+thread_local! {
+    /// The group of the server running on this thread, for `before_park`.
+    static PARK: RefCell<std::sync::Weak<Shared>> = const { RefCell::new(std::sync::Weak::new()) };
+}
+
+/// How long a request waits for the data thread to park and fdatasync
+/// before the sync thread is woken to do it.
+const KICK_AFTER: Duration = Duration::from_millis(2);
+
+/// A waiting connection's timers: the data thread's gather deadline (it
+/// armed it), and when it wakes the sync thread if still not covered.
+struct Timers {
+    gather: Option<Instant>,
+    kick: Option<Instant>,
+}
+
+/// The data thread's runtime is about to park (nothing left to run): as
+/// Redis in `beforeSleep`, it fdatasyncs what replies wait for itself,
+/// unless the sync thread is already in an fdatasync.
+pub fn before_park() {
+    if let Some(shared) = PARK.with(|p| p.borrow().upgrade()) {
+        park_sync(&shared);
+    }
+}
+
+/// `before_park`'s work: fdatasyncs what is wanted, unless the connections
+/// the last one released are still coming back (its gather).
+fn park_sync(shared: &Shared) {
+    let (file, upto) = {
+        let mut want = shared.lock();
+        if want.stop || want.busy || want.upto <= shared.synced.load(Ordering::Acquire) {
+            return;
+        }
+        let Some(f) = want.file.clone() else { return };
+        let now = Instant::now();
+        if let Some((g, _)) = &want.park_gather {
+            let sample = if want.arrivals >= g.until {
+                now - g.released
+            } else if now >= g.deadline {
+                g.deadline - g.released
+            } else {
+                // Released connections still coming back: park (a
+                // waiter's timer wakes the thread at the deadline).
+                return;
+            };
+            want.park_back.record(sample);
+            want.park_gather = None;
+        }
+        want.busy = true;
+        (f, want.upto)
+    };
+    let began = Instant::now();
+    fsync_or_exit(&file);
+    let took = began.elapsed();
+    {
+        let mut want = shared.lock();
+        want.busy = false;
+        want.inline_ran = true;
+        let released = shared.complete(&mut want, upto);
+        let now = Instant::now();
+        let g = Gather {
+            until: want.arrivals + released,
+            released: now,
+            deadline: now + want.park_back.bound(took),
+        };
+        want.park_gather = Some((g, false));
+    }
+    shared.done.notify_waiters();
 }
 
 impl Drop for Group {
@@ -201,6 +322,27 @@ impl Shared {
         self.want.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// A connection's kick timer fired: wakes the sync thread if what is
+    /// wanted is still not on disk and nobody is syncing it.
+    fn kick_if_waiting(&self) {
+        let want = self.lock();
+        if !want.stop && want.idle && !want.busy && want.upto > self.synced.load(Ordering::Acquire)
+        {
+            self.kick.notify_one();
+        }
+    }
+
+    /// `upto` is on disk: the waiters it covers are released (their count).
+    fn complete(&self, want: &mut Want, upto: u64) -> u64 {
+        self.synced.fetch_max(upto, Ordering::AcqRel);
+        let before = want.waiting.len();
+        want.waiting.retain(|&t| t > upto);
+        if want.upto <= upto {
+            want.since = None;
+        }
+        (before - want.waiting.len()) as u64
+    }
+
     /// The sync thread: one fdatasync at a time, each covering everything
     /// written before it began, back to back while writes keep coming.
     fn run(&self) {
@@ -213,7 +355,11 @@ impl Shared {
                     if want.stop {
                         return;
                     }
-                    if want.upto <= self.synced.load(Ordering::Acquire) {
+                    if want.inline_ran {
+                        want.inline_ran = false;
+                        gather = None;
+                    }
+                    if want.busy || want.upto <= self.synced.load(Ordering::Acquire) {
                         want.idle = true;
                         want = self.kick.wait(want).unwrap_or_else(|e| e.into_inner());
                         want.idle = false;
@@ -238,8 +384,11 @@ impl Shared {
                     gather = None;
                     break;
                 }
-                match &want.file {
-                    Some(f) => (f.clone(), want.upto),
+                match want.file.clone() {
+                    Some(f) => {
+                        want.busy = true;
+                        (f, want.upto)
+                    }
                     None => continue,
                 }
             };
@@ -248,10 +397,8 @@ impl Shared {
             let took = began.elapsed();
             {
                 let mut want = self.lock();
-                self.synced.fetch_max(upto, Ordering::AcqRel);
-                let before = want.waiting.len();
-                want.waiting.retain(|&t| t > upto);
-                let released = (before - want.waiting.len()) as u64;
+                want.busy = false;
+                let released = self.complete(&mut want, upto);
                 let now = Instant::now();
                 gather = Some(Gather {
                     until: want.arrivals + released,
@@ -302,7 +449,7 @@ impl super::Aof {
 /// thread to cover every byte appended until now, without holding up the
 /// data thread.
 pub async fn before_reply(srv: &Rc<RefCell<Server>>, has_output: bool) {
-    let (shared, target) = {
+    let (shared, target, arm) = {
         let Ok(mut s) = srv.try_borrow_mut() else {
             return;
         };
@@ -325,10 +472,10 @@ pub async fn before_reply(srv: &Rc<RefCell<Server>>, has_output: bool) {
         }
         // Bytes written while another policy was in force, or before the
         // policy changed back, are covered by this request.
-        g.join(&file, target);
-        (g.shared.clone(), target)
+        let arm = g.join(&file, target);
+        (g.shared.clone(), target, arm)
     };
-    Group::wait(shared, target).await;
+    Group::wait(shared, target, arm).await;
 }
 
 #[cfg(test)]
@@ -345,7 +492,11 @@ mod tests {
         let g = Group::start();
         g.shared.lock().stop = true;
         g.shared.kick.notify_one();
-        let mut w = Box::pin(Group::wait(g.shared.clone(), 10));
+        let none = Timers {
+            gather: None,
+            kick: None,
+        };
+        let mut w = Box::pin(Group::wait(g.shared.clone(), 10, none));
         let mut cx = Context::from_waker(Waker::noop());
         assert!(w.as_mut().poll(&mut cx).is_pending());
         g.mark_synced(9);
@@ -373,18 +524,77 @@ mod tests {
         assert_eq!(back.bound(ms(40)), ms(20));
     }
 
-    /// The thread fsyncs a request and reports the bytes it covered.
+    fn idle_shared() -> Shared {
+        Shared {
+            synced: AtomicU64::new(0),
+            done: Notify::new(),
+            want: Mutex::new(Want {
+                kick_at: u64::MAX,
+                ..Want::default()
+            }),
+            kick: Condvar::new(),
+        }
+    }
+
+    /// The data thread's park fdatasyncs what a waiter wants and releases
+    /// it; the next one waits until the released connection came back, or
+    /// the gather's deadline passed.
+    #[test]
+    fn the_park_hook_syncs_and_gathers() {
+        let dir = std::env::temp_dir().join(format!("oxidis-park-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let file = Arc::new(File::create(dir.join("f")).unwrap());
+        let shared = idle_shared();
+        let join = |upto: u64| {
+            let mut w = shared.lock();
+            w.waiting.push(upto);
+            w.arrivals += 1;
+            w.upto = upto;
+            w.file = Some(file.clone());
+        };
+        join(10);
+        park_sync(&shared);
+        assert_eq!(shared.synced.load(Ordering::Acquire), 10);
+        assert!(shared.lock().waiting.is_empty());
+        // A gather for one connection, with a deadline far away.
+        shared.lock().park_gather.as_mut().unwrap().0.deadline =
+            Instant::now() + Duration::from_secs(3600);
+        shared.lock().request_only(20, &file);
+        park_sync(&shared);
+        assert_eq!(shared.synced.load(Ordering::Acquire), 10);
+        join(30);
+        park_sync(&shared);
+        assert_eq!(shared.synced.load(Ordering::Acquire), 30);
+        // Nobody comes back, and the deadline passes.
+        shared.lock().park_gather.as_mut().unwrap().0.deadline = Instant::now();
+        shared.lock().request_only(40, &file);
+        park_sync(&shared);
+        assert_eq!(shared.synced.load(Ordering::Acquire), 40);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    impl Want {
+        fn request_only(&mut self, upto: u64, file: &Arc<File>) {
+            self.upto = upto;
+            self.file = Some(file.clone());
+        }
+    }
+
+    /// A waiter on a runtime that never runs the park hook (a data thread
+    /// that never runs out of work) is still covered: its kick timer wakes
+    /// the sync thread, which fsyncs and reports the bytes it covered.
     #[test]
     fn the_sync_thread_covers_a_request() {
         let dir = std::env::temp_dir().join(format!("oxidis-group-{}", std::process::id()));
         let _ = std::fs::create_dir_all(&dir);
         let file = Arc::new(File::create(dir.join("f")).unwrap());
         let g = Group::start();
-        g.request(&file, 42);
+        let timers = g.join(&file, 42);
         let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
             .build()
             .unwrap();
-        rt.block_on(Group::wait(g.shared.clone(), 42));
+        rt.block_on(Group::wait(g.shared.clone(), 42, timers));
         assert!(g.synced() >= 42);
         let _ = std::fs::remove_dir_all(&dir);
     }
