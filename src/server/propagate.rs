@@ -126,6 +126,9 @@ pub struct Propagation {
     /// A blocked client's command runs again because a key became ready
     /// (BLMOVE then propagates Redis's lowercase `left`/`right`).
     pub serving_blocked: bool,
+    /// The stream key that woke a blocked XREAD/XREADGROUP: it replies
+    /// with that key only, as Redis's `serveClientsBlockedOnStreamKey`.
+    pub serving_key: Option<Vec<u8>>,
     /// The AOF buffer, while the AOF collects (`persist::aof`).
     pub aof: Option<crate::persist::aof::feed::Sink>,
 }

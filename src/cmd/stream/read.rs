@@ -179,6 +179,15 @@ fn read_generic(ctx: &mut Ctx, args: &Args, group_cmd: bool) -> CmdResult {
     let mut props: Vec<Vec<Vec<u8>>> = Vec::new();
     for (j, want) in wants.iter().enumerate() {
         let key = args.at(o.keys_at + j);
+        if ctx
+            .srv
+            .prop
+            .serving_key
+            .as_deref()
+            .is_some_and(|k| k != key)
+        {
+            continue;
+        }
         let now = now_ms();
         let Ctx { srv, client, .. } = &mut *ctx;
         let db = &mut srv.ks.dbs[client.db];
@@ -517,7 +526,9 @@ pub fn serve_waiters(
                 let Some(b) = blocking::unregister(srv, &mut waiter) else {
                     continue;
                 };
+                srv.prop.serving_key = Some(key.to_vec());
                 blocking::run_woken(srv, &mut waiter, &b);
+                srv.prop.serving_key = None;
                 let again = waiter.blocked.is_some();
                 if !again {
                     waiter.unblocked = true;
