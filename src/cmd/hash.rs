@@ -56,7 +56,8 @@ fn set_pairs(ctx: &mut Ctx, args: &Args) -> Result<i64, Error> {
         .step_by(2)
         .map(|i| (args.at(i), args.at(i + 1)));
     let created = h.set_many(pairs, lim) as i64;
-    ctx.modified(key, notify::HASH, "hset");
+    // Redis counts every pair given, new or not.
+    ctx.modified_by(key, notify::HASH, "hset", (args.len() as u64 - 2) / 2);
     Ok(created)
 }
 
@@ -202,9 +203,9 @@ fn hdel(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     }
     let empty = h.is_empty();
     if n > 0 {
-        ctx.modified(key, notify::HASH, "hdel");
+        ctx.modified_by(key, notify::HASH, "hdel", n as u64);
         if empty {
-            ctx.delete_key(key);
+            ctx.delete_if_empty(key);
         }
     }
     ctx.out().int(n);

@@ -69,7 +69,7 @@ fn pfadd(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     updated += hll::add_all(b, args.from(2), max).map_err(|_| corrupt())?;
     if updated > 0 {
         hll::invalidate_cache(b);
-        ctx.modified(key, notify::STRING, "pfadd");
+        ctx.modified_by(key, notify::STRING, "pfadd", updated as u64);
     }
     ctx.out().int((updated > 0) as i64);
     Ok(())

@@ -59,7 +59,7 @@ fn sadd(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         added += s.add(m, max) as i64;
     }
     if added > 0 {
-        ctx.modified(key, notify::SET, "sadd");
+        ctx.modified_by(key, notify::SET, "sadd", added as u64);
     }
     ctx.out().int(added);
     Ok(())
@@ -85,7 +85,7 @@ fn srem(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         }
     }
     if n > 0 {
-        ctx.modified(key, notify::SET, "srem");
+        ctx.modified_by(key, notify::SET, "srem", n as u64);
         ctx.delete_if_empty(key);
     }
     ctx.out().int(n);
@@ -200,7 +200,7 @@ fn spop(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             all
         }
     };
-    ctx.modified(key, notify::SET, "spop");
+    ctx.modified_by(key, notify::SET, "spop", popped.len() as u64);
     ctx.delete_if_empty(key);
     // Replicas remove what was popped: SREM per member, or DEL for all.
     match count {

@@ -274,10 +274,30 @@ impl<'a> Ctx<'a> {
         self.modified_in(db, key, class, event);
     }
 
+    /// As [`Ctx::modified`], counting `changes` in the dirty counter: Redis
+    /// counts some commands by the elements they changed (SADD by members
+    /// added, RPUSH by elements pushed, HSET by pairs given, ...).
+    pub fn modified_by(&mut self, key: &[u8], class: u32, event: &'static str, changes: u64) {
+        let db = self.client.db;
+        self.signal(db, key, class, event, changes);
+    }
+
+    /// As [`Ctx::modified`], not counted in the dirty counter: the command
+    /// counted its change once already (SMOVE's destination, LMOVE's push).
+    pub fn touched(&mut self, key: &[u8], class: u32, event: &'static str) {
+        let db = self.client.db;
+        self.signal(db, key, class, event, 0);
+    }
+
     /// As [`Ctx::modified`], for a key in another database (MOVE, COPY ... DB).
     pub fn modified_in(&mut self, db: usize, key: &[u8], class: u32, event: &'static str) {
+        self.signal(db, key, class, event, 1);
+    }
+
+    /// WATCH versions, `dirty` more changes, tracking and the keyspace event.
+    fn signal(&mut self, db: usize, key: &[u8], class: u32, event: &'static str, dirty: u64) {
         self.srv.ks.dbs[db].touch(key);
-        self.srv.ks.dirty += 1;
+        self.srv.ks.dirty += dirty;
         if !self.srv.tracking.idle() {
             let by = tracking::acting_client(self.srv, self.client);
             tracking::invalidate_key(self.srv, self.client, by, key);
@@ -311,13 +331,19 @@ impl<'a> Ctx<'a> {
 
     /// Deletes `key` when it holds a collection whose last element a command
     /// just removed (Redis never keeps an empty list, hash, set or sorted
-    /// set), as [`Ctx::delete_key`]. True when it did.
+    /// set), as [`Ctx::delete_key`] but not counted in the dirty counter
+    /// (Redis counts the elements the command removed, not the key). True
+    /// when it did.
     pub fn delete_if_empty(&mut self, key: &[u8]) -> bool {
         let empty = self
             .db()
             .peek(key)
             .is_some_and(crate::db::Value::is_empty_collection);
-        empty && self.delete_key(key)
+        if !empty || !self.db().delete(key, crate::db::Why::ServerDel) {
+            return false;
+        }
+        self.touched(key, notify::GENERIC, "del");
+        true
     }
 
     /// True when something consumes the propagation stream; handlers that

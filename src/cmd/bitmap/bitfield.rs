@@ -306,7 +306,7 @@ fn bitfield_generic(ctx: &mut Ctx, args: &mut Args, readonly: bool) -> CmdResult
         }
     }
     if changes > 0 {
-        ctx.modified(key, notify::STRING, "setbit");
+        ctx.modified_by(key, notify::STRING, "setbit", changes as u64);
     }
     Ok(())
 }

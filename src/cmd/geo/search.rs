@@ -151,6 +151,8 @@ fn generic(ctx: &mut Ctx, args: &mut Args, src: usize, v: Variant) -> CmdResult 
                 stored.set(p.member, score, limits);
             }
             store_result(ctx, dst, stored, store_event(v));
+            // Redis counts a geo store as one change per member stored.
+            ctx.srv.ks.dirty += (n as u64).saturating_sub(1);
         }
     }
     Ok(())

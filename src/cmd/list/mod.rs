@@ -91,7 +91,7 @@ fn push_generic(ctx: &mut Ctx, args: &mut Args, end: End, existing_only: bool) -
         list.push(end, v, fill);
     }
     let len = list.len() as i64;
-    ctx.modified(key, notify::LIST, push_event(end));
+    ctx.modified_by(key, notify::LIST, push_event(end), args.len() as u64 - 2);
     ctx.out().int(len);
     Ok(())
 }
@@ -278,7 +278,7 @@ fn lrem(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             },
             fill,
         );
-        ctx.modified(key, notify::LIST, "lrem");
+        ctx.modified_by(key, notify::LIST, "lrem", removed as u64);
         ctx.delete_if_empty(key);
     }
     ctx.out().int(removed as i64);
@@ -303,10 +303,9 @@ fn ltrim(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         Some((s, e)) => (s, len - e - 1),
     };
     l.trim(head, tail);
-    ctx.modified(key, notify::LIST, "ltrim");
     // Redis counts the elements trimmed as the changes: a trim that removes
     // nothing is not propagated.
-    ctx.srv.ks.dirty = ctx.srv.ks.dirty - 1 + (head + tail) as u64;
+    ctx.modified_by(key, notify::LIST, "ltrim", (head + tail) as u64);
     ctx.delete_if_empty(key);
     ctx.out().ok();
     Ok(())

@@ -40,7 +40,7 @@ fn pop_n(ctx: &mut Ctx, key: &[u8], end: End, count: usize) -> Vec<Vec<u8>> {
             }
         }
     }
-    ctx.modified(key, notify::LIST, pop_event(end));
+    ctx.modified_by(key, notify::LIST, pop_event(end), vals.len() as u64);
     ctx.delete_if_empty(key);
     vals
 }
@@ -142,8 +142,9 @@ fn move_generic(ctx: &mut Ctx, src: &[u8], dst: &[u8], from: End, to: End) -> Cm
     // The destination's type was checked above, before anything changed.
     let (l, _) = ctx.db().write_or_create(dst, List::new)?;
     l.push(to, &v, fill);
+    // One change, as Redis counts a move.
     ctx.modified(dst, notify::LIST, push_event(to));
-    ctx.modified(src, notify::LIST, pop_event(from));
+    ctx.touched(src, notify::LIST, pop_event(from));
     ctx.delete_if_empty(src);
     ctx.out().bulk(&v);
     Ok(())

@@ -153,7 +153,7 @@ fn add_generic(ctx: &mut Ctx, args: &mut Args, f: AddFlags) -> CmdResult {
         ctx.out().int(added + if f.ch { updated } else { 0 });
     }
     if added + updated > 0 {
-        ctx.modified(key, notify::ZSET, event);
+        ctx.modified_by(key, notify::ZSET, event, (added + updated) as u64);
     }
     Ok(())
 }
@@ -179,7 +179,7 @@ pub fn zrem(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     }
     ctx.out().int(n);
     if n > 0 {
-        ctx.modified(key, notify::ZSET, "zrem");
+        ctx.modified_by(key, notify::ZSET, "zrem", n as u64);
         ctx.delete_if_empty(key);
     }
     Ok(())
@@ -209,7 +209,7 @@ fn remrange(ctx: &mut Ctx, args: &Args, r: RemRange, event: &'static str) -> Cmd
     let n = z.remove_ranks(start, end);
     ctx.out().int(n as i64);
     if n > 0 {
-        ctx.modified(key, notify::ZSET, event);
+        ctx.modified_by(key, notify::ZSET, event, n as u64);
         ctx.delete_if_empty(key);
     }
     Ok(())
@@ -299,7 +299,8 @@ fn pop_from(ctx: &mut Ctx, key: &[u8], max: bool, count: usize, shape: PopShape)
         out.bulk(m);
         out.double(*s);
     }
-    ctx.modified(key, notify::ZSET, if max { "zpopmax" } else { "zpopmin" });
+    let event = if max { "zpopmax" } else { "zpopmin" };
+    ctx.modified_by(key, notify::ZSET, event, popped.len() as u64);
     ctx.delete_if_empty(key);
     if shape.emit_key {
         // BZPOP* and *MPOP propagate as the plain pop (with the count
