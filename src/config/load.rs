@@ -50,7 +50,10 @@ impl Config {
                         .map_err(|e| fail(&e))?;
                     self.acl_users.push(user);
                 }
-                "rename-command" | "loadmodule" | "sentinel" => {
+                "rename-command" if args.len() == 2 => {
+                    self.names.rename(&args[0], &args[1]).map_err(fail)?;
+                }
+                "loadmodule" | "sentinel" => {
                     self.warnings.push(format!(
                         "'{name}' is not supported by Oxidis and was ignored"
                     ));

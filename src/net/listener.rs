@@ -170,7 +170,6 @@ fn register_client(
     laddr: Rc<str>,
     kind: ConnKind,
 ) -> Rc<ClientCell> {
-    s.stats.connections_received += 1;
     let id = s.next_client_id;
     s.next_client_id += 1;
     let need_auth = !s.acl.starts_authenticated();
@@ -182,13 +181,13 @@ fn register_client(
             .reply
             .error_line(&crate::error::Error::MaxClients.text());
         client.close_after_reply = true;
-    } else if s.config.protected_mode
-        && s.acl.default.nopass
-        && kind == ConnKind::Tcp
-        && !client.addr.is_loopback()
-    {
+    } else if protected_mode_refuses(s, &client) {
+        s.stats.rejected_connections += 1;
         client.reply.error_line(PROTECTED_MODE_ERROR);
         client.close_after_reply = true;
+    } else {
+        // Redis counts only the connections it keeps (`stat_numconnections`).
+        s.stats.connections_received += 1;
     }
     let cell = Rc::new(ClientCell {
         state: RefCell::new(client),
@@ -197,6 +196,15 @@ fn register_client(
     });
     s.clients.insert(id, cell.clone());
     cell
+}
+
+/// Protected mode, as redis-server 7.0.15 decides it (`clientAcceptHandler`):
+/// `protected-mode yes` and a default user without a password (`nopass`)
+/// refuse every client that is not local (see `cmd::server::is_local`:
+/// unix sockets, 127.0.0.1 and ::1 only). An explicit `bind` changes
+/// nothing in 7.0.15, although the comment there says so.
+fn protected_mode_refuses(s: &Server, c: &Client) -> bool {
+    s.config.protected_mode && s.acl.default.nopass && !crate::cmd::server::is_local(c)
 }
 
 /// Redis 7.0.15's text, typo included ("Setup a an").
