@@ -144,6 +144,11 @@ pub struct Config {
     values: BTreeMap<&'static str, Vec<u8>>,
     /// Directives Oxidis reads but ignores (`sentinel`, ...), reported at start-up.
     pub warnings: Vec<String>,
+    /// `loadmodule` paths: the server refuses to start with any (see
+    /// `cmd::server::module::load_queued`).
+    pub loadmodules: Vec<Vec<u8>>,
+    /// A `module.option` line was read (a module configuration).
+    pub module_configs: bool,
     /// The command names after the `rename-command` lines.
     pub names: crate::command::names::Names,
     /// `user` lines of the config file: the name, then its rules (selectors
@@ -225,6 +230,8 @@ impl Default for Config {
             values: BTreeMap::new(),
             warnings: Vec::new(),
             names: Default::default(),
+            loadmodules: Vec::new(),
+            module_configs: false,
             config_file: None,
             save_seen: false,
             port: 6379,

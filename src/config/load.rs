@@ -53,7 +53,8 @@ impl Config {
                 "rename-command" if args.len() == 2 => {
                     self.names.rename(&args[0], &args[1]).map_err(fail)?;
                 }
-                "loadmodule" | "sentinel" => {
+                "loadmodule" if !args.is_empty() => self.loadmodules.push(args[0].clone()),
+                "sentinel" => {
                     self.warnings.push(format!(
                         "'{name}' is not supported by Oxidis and was ignored"
                     ));
@@ -95,6 +96,14 @@ impl Config {
                         }
                         let v = args.join(&b' ');
                         self.set(prm.name, &v).map_err(|e| fail(&e))?;
+                    }
+                    // `module.option value`: for a module loaded later (Redis's
+                    // module_configs_queue); no module ever loads here.
+                    None if name.contains('.') => {
+                        if args.is_empty() {
+                            return Err(fail("Module config specified without value"));
+                        }
+                        self.module_configs = true;
                     }
                     None => return Err(fail("Bad directive or wrong number of arguments")),
                 },

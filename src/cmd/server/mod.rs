@@ -11,7 +11,7 @@ pub mod info;
 pub mod latency;
 mod latency_doctor;
 pub mod memory;
-mod module;
+pub mod module;
 pub mod persistence;
 pub mod slowlog;
 

@@ -95,6 +95,27 @@ fn unload(_: &mut Ctx, _: &mut Args) -> CmdResult {
     Err(Error::msg(crate::error::MODULE_UNLOAD_NO_SUCH))
 }
 
+/// The modules and module options of the config file, taken at start-up
+/// after `Server initialized` as Redis's `moduleLoadFromQueue` takes them:
+/// a `loadmodule` never loads, so the first one is logged with its reason
+/// and the server must exit with status 1; so must module options without
+/// a module. False when the server must exit.
+pub fn load_queued(loadmodules: &[Vec<u8>], module_configs: bool) -> bool {
+    if let Some(path) = loadmodules.first() {
+        crate::log::warning(&load_failure(path));
+        crate::log::warning(&format!(
+            "Can't load module from {}: server aborting",
+            String::from_utf8_lossy(path)
+        ));
+        return false;
+    }
+    if module_configs {
+        crate::log::warning("Module Configuration detected without loadmodule directive or no ApplyConfig call: aborting");
+        return false;
+    }
+    true
+}
+
 /// The line Redis's `moduleLoad` logs when `path` does not load: a missing
 /// file as `dlopen` reports it, a file without execute permission as Redis
 /// checks it. Oxidis cannot run a Redis module (their API is C calls into
