@@ -481,3 +481,31 @@ fn module_load_fails_and_logs_as_in_redis() {
     assert_eq!(module_log(&ours.dir), want_log);
     let _ = std::fs::remove_dir_all(&files);
 }
+
+/// Redis's own protected-mode test (unit/networking) moves the bind to `*`
+/// while the server listens on 127.0.0.1 at the same port: Redis closes
+/// its listeners before it binds (a failed bind restores them).
+#[test]
+fn config_set_bind_rebinds_the_same_port_as_in_redis() {
+    let lo: IpAddr = "127.0.0.1".parse().unwrap();
+    let (redis, ours) = both(None, &[]);
+    let cmds = [
+        "CONFIG SET bind *",
+        "CONFIG GET bind",
+        "CONFIG SET bind 0.0.0.0",
+        "CONFIG SET bind \"127.0.0.1 -::1\"",
+        "CONFIG SET bind 192.0.2.254",
+        "CONFIG GET bind",
+        "PING",
+    ];
+    let want = talk(connect_from(lo, lo, redis.port), &cmds);
+    let got = talk(connect_from(lo, lo, ours.port), &cmds);
+    assert_eq!(want[0], "+OK\r\n");
+    assert_eq!(got, want);
+    // Still listening on the restored addresses.
+    for port in [redis.port, ours.port] {
+        assert_eq!(talk(connect_from(lo, lo, port), &["PING"]), ["+PONG\r\n"]);
+    }
+    let log = std::fs::read_to_string(ours.dir.join("server.log")).unwrap();
+    assert!(log.contains("# Failed applying new configuration. Possibly related to new bind setting. Restoring previous settings."), "{log}");
+}

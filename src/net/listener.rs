@@ -100,10 +100,35 @@ fn listen_on(host: &str, port: u16) -> std::io::Result<TcpListener> {
     sock.listen(511)
 }
 
+/// A TCP accept loop (CONFIG SET port/bind replaces them).
+pub struct Accepting {
+    task: tokio::task::AbortHandle,
+    /// The listening socket, owned by the task (open until the task is dropped).
+    fd: std::os::fd::RawFd,
+}
+
+impl Accepting {
+    /// Stops accepting and frees the address at once, as Redis closes its
+    /// listeners before it binds the new ones (`changeBindAddr`): the socket
+    /// is shut down here, which takes it out of the listening state (an
+    /// address it had can be bound again with SO_REUSEADDR), while the
+    /// aborted task closes it later.
+    pub fn stop(self) {
+        // SAFETY: the fd belongs to the listener the task still owns: the
+        // accept loop never ends by itself, and it is aborted only here,
+        // after the shutdown.
+        unsafe {
+            libc::shutdown(self.fd, libc::SHUT_RDWR);
+        }
+        self.task.abort();
+    }
+}
+
 /// Starts accepting on `l`; the returned handle stops it (CONFIG SET port/bind).
-pub fn spawn_tcp_accept(srv: &Rc<RefCell<Server>>, l: TcpListener) -> tokio::task::AbortHandle {
+pub fn spawn_tcp_accept(srv: &Rc<RefCell<Server>>, l: TcpListener) -> Accepting {
     let srv = srv.clone();
-    tokio::task::spawn_local(async move {
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&l);
+    let task = tokio::task::spawn_local(async move {
         // Clients of one listener share one local address text.
         let mut local: Option<(SocketAddr, Rc<str>)> = None;
         loop {
@@ -128,7 +153,8 @@ pub fn spawn_tcp_accept(srv: &Rc<RefCell<Server>>, l: TcpListener) -> tokio::tas
             }
         }
     })
-    .abort_handle()
+    .abort_handle();
+    Accepting { task, fd }
 }
 
 /// Registers a new client and spawns its connection task.
