@@ -142,7 +142,7 @@ pub static PARAMS: &[Param] = params::GENERATED;
 #[derive(Clone, Debug)]
 pub struct Config {
     values: BTreeMap<&'static str, Vec<u8>>,
-    /// Directives Oxidis reads but ignores (`sentinel`, ...), reported at start-up.
+    /// Directives Oxidis reads but ignores, reported at start-up.
     pub warnings: Vec<String>,
     /// `loadmodule` paths: the server refuses to start with any (see
     /// `cmd::server::module::load_queued`).

@@ -132,6 +132,28 @@ fn bad_rename_command_lines_are_fatal_as_in_redis() {
     }
 }
 
+/// A `sentinel` line in a config file (`--sentinel` on the command line
+/// would start Redis in sentinel mode): skipped alone, fatal with arguments.
+#[test]
+fn sentinel_lines_outside_sentinel_mode_as_in_redis() {
+    let dir = temp_dir("sec-sentinel");
+    let bare = dir.join("bare.conf");
+    std::fs::write(&bare, "sentinel\n").unwrap();
+    let lo: IpAddr = "127.0.0.1".parse().unwrap();
+    let (redis, ours) = both(bare.to_str(), &[]);
+    for port in [redis.port, ours.port] {
+        assert_eq!(talk(connect_from(lo, lo, port), &["PING"]), ["+PONG\r\n"]);
+    }
+    let conf = dir.join("s.conf");
+    std::fs::write(&conf, "sentinel monitor a 1.2.3.4 6379 2\n").unwrap();
+    let args = [conf.to_str().unwrap()];
+    let [redis, ours] = [binary(), BIN.into()].map(|b| run_to_exit(&b, &dir, &args));
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(redis.status, Some(1));
+    assert!(redis.stderr.ends_with(">>> 'sentinel monitor a 1.2.3.4 6379 2'\nsentinel directive while not in sentinel mode\n"), "{redis:?}");
+    assert_eq!((ours.status, ours.stderr), (redis.status, redis.stderr));
+}
+
 #[test]
 fn loadmodule_and_module_options_abort_start_up_as_in_redis() {
     let dir = temp_dir("sec-mod");

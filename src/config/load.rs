@@ -54,11 +54,10 @@ impl Config {
                     self.names.rename(&args[0], &args[1]).map_err(fail)?;
                 }
                 "loadmodule" if !args.is_empty() => self.loadmodules.push(args[0].clone()),
-                "sentinel" => {
-                    self.warnings.push(format!(
-                        "'{name}' is not supported by Oxidis and was ignored"
-                    ));
-                }
+                // Oxidis has no sentinel mode: Redis outside it skips a bare
+                // `sentinel` line and refuses one with arguments.
+                "sentinel" if args.is_empty() => {}
+                "sentinel" => return Err(fail("sentinel directive while not in sentinel mode")),
                 "save" => {
                     // Several `save` lines accumulate, as in Redis; `save ""` clears.
                     let joined = String::from_utf8_lossy(&args.join(&b' ')).into_owned();
