@@ -105,6 +105,7 @@ pub static ACTED: &[&str] = &[
     "slowlog-log-slower-than",
     "slowlog-max-len",
     "enable-debug-command",
+    "enable-module-command",
     "list-max-listpack-size",
     "hash-max-listpack-entries",
     "hash-max-listpack-value",
@@ -141,8 +142,15 @@ pub static PARAMS: &[Param] = params::GENERATED;
 #[derive(Clone, Debug)]
 pub struct Config {
     values: BTreeMap<&'static str, Vec<u8>>,
-    /// Directives Oxidis reads but ignores (`rename-command`, ...), reported at start-up.
+    /// Directives Oxidis reads but ignores, reported at start-up.
     pub warnings: Vec<String>,
+    /// `loadmodule` paths: the server refuses to start with any (see
+    /// `cmd::server::module::load_queued`).
+    pub loadmodules: Vec<Vec<u8>>,
+    /// A `module.option` line was read (a module configuration).
+    pub module_configs: bool,
+    /// The command names after the `rename-command` lines.
+    pub names: crate::command::names::Names,
     /// `user` lines of the config file: the name, then its rules (selectors
     /// merged), checked as Redis checks them while reading the file.
     pub acl_users: Vec<Vec<Vec<u8>>>,
@@ -173,6 +181,8 @@ pub struct Config {
     pub slowlog_max_len: usize,
     /// `enable-debug-command`: 0 no, 1 yes, 2 local.
     pub enable_debug: u8,
+    /// `enable-module-command`: 0 no, 1 yes, 2 local.
+    pub enable_module: u8,
     /// `latency-tracking`: per-command histograms for INFO latencystats.
     pub latency_tracking: bool,
     /// `latency-monitor-threshold` in milliseconds; 0 disables the latency monitor.
@@ -219,6 +229,9 @@ impl Default for Config {
         let mut c = Config {
             values: BTreeMap::new(),
             warnings: Vec::new(),
+            names: Default::default(),
+            loadmodules: Vec::new(),
+            module_configs: false,
             config_file: None,
             save_seen: false,
             port: 6379,
@@ -242,6 +255,7 @@ impl Default for Config {
             slowlog_log_slower_than: 10000,
             slowlog_max_len: 128,
             enable_debug: 0,
+            enable_module: 0,
             latency_tracking: true,
             latency_monitor_threshold: 0,
             list_max_listpack_size: -2,
@@ -321,6 +335,14 @@ pub fn format_memory(n: i64) -> String {
 }
 
 /// Parses a decimal integer as Redis's `string2ll` does (no spaces, no `+`).
+/// `no`, `yes`, `local` (`enable-debug-command`, `enable-module-command`) as 0, 1, 2.
+fn protected_action(v: &str) -> u8 {
+    ["no", "yes", "local"]
+        .iter()
+        .position(|w| *w == v)
+        .unwrap_or(0) as u8
+}
+
 fn parse_int(s: &str) -> Option<i64> {
     crate::types::number::parse_i64(s.as_bytes())
 }
@@ -490,12 +512,8 @@ impl Config {
             "slowlog-max-len" => self.slowlog_max_len = int().max(0) as usize,
             "latency-tracking" => self.latency_tracking = v == "yes",
             "latency-monitor-threshold" => self.latency_monitor_threshold = int().max(0) as u64,
-            "enable-debug-command" => {
-                self.enable_debug = ["no", "yes", "local"]
-                    .iter()
-                    .position(|w| *w == v)
-                    .unwrap_or(0) as u8
-            }
+            "enable-debug-command" => self.enable_debug = protected_action(&v),
+            "enable-module-command" => self.enable_module = protected_action(&v),
             "list-max-listpack-size" => self.list_max_listpack_size = int(),
             "hash-max-listpack-entries" => self.hash_max_listpack_entries = int() as usize,
             "hash-max-listpack-value" => self.hash_max_listpack_value = int() as usize,

@@ -142,8 +142,9 @@ pub enum Rejection {
     Unknown(Error),
     /// Arity: `wrong number of arguments for '<cmd>' command`.
     Arity(&'static str),
-    /// Protected: DEBUG while `enable-debug-command` refuses it (before auth).
-    Protected,
+    /// Protected: DEBUG, or MODULE LOAD|LOADEX|UNLOAD (`module`), while its
+    /// `enable-debug-command` / `enable-module-command` refuses it (before auth).
+    Protected { module: bool },
     /// Auth: the connection has not authenticated.
     NoAuth,
     /// No-multi: a `no_multi` command inside MULTI.
@@ -222,6 +223,11 @@ fn no_perm(d: crate::acl::Denied, cmd: &str, stage: PermStage) -> Error {
     }
 }
 
+/// MODULE LOAD / LOADEX that did not load (every one: Oxidis loads no modules).
+pub const MODULE_LOAD_FAILED: &str = "Error loading the extension. Please check the server logs.";
+/// MODULE UNLOAD of a name no module has.
+pub const MODULE_UNLOAD_NO_SUCH: &str = "Error unloading module: no such module with that name";
+
 /// Redis's `shared.bgsaveerr`.
 /// BGSAVE while a BGSAVE runs (SAVE too).
 pub const BGSAVE_IN_PROGRESS: &str = "Background save already in progress";
@@ -235,7 +241,13 @@ impl Rejection {
         match self {
             Rejection::Unknown(e) => e.clone(),
             Rejection::Arity(cmd) => Error::Arity((*cmd).into()),
-            Rejection::Protected => Error::msg(crate::cmd::server::debug::DEBUG_REFUSED),
+            Rejection::Protected { module } => {
+                let (cmd, opt) = match module {
+                    false => ("DEBUG", "enable-debug-command"),
+                    true => ("MODULE", "enable-module-command"),
+                };
+                Error::Msg(format!("{cmd} command not allowed. If the {opt} option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.").into())
+            }
             Rejection::NoAuth => Error::NoAuth,
             Rejection::NoMulti => Error::msg("Command not allowed inside a transaction"),
             Rejection::Oom => Error::Oom,

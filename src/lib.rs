@@ -245,6 +245,7 @@ pub fn run_main(config: Config) -> std::io::Result<()> {
     let show_logo = config.get("always-show-logo") == Some("yes")
         || (config.logfile.as_deref().unwrap_or("").is_empty()
             && std::io::IsTerminal::is_terminal(&std::io::stdout()));
+    let modules = (config.loadmodules.clone(), config.module_configs);
     let announce = Box::new(move || {
         if show_logo {
             log::raw_notice(&logo(port));
@@ -252,6 +253,9 @@ pub fn run_main(config: Config) -> std::io::Result<()> {
             log::notice(&format!("Running mode=standalone, port={port}."));
         }
         log::notice("Server initialized");
+        if !cmd::server::module::load_queued(&modules.0, modules.1) {
+            std::process::exit(1);
+        }
     });
     let handle = run_on_thread(config, false, true, Some(announce))?;
     if let Some(u) = unix {

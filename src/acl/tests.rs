@@ -19,7 +19,7 @@ fn acl_with(rules: &str) -> Acl {
 fn run(acl: &Acl, line: &str) -> Result<(), Denied> {
     let argv = Argv::from_slices(line.split(' ').map(|w| w.as_bytes()));
     let args = argv.args();
-    let cmd = resolve(&args).ok().unwrap();
+    let cmd = resolve(&Default::default(), &args).ok().unwrap();
     check(acl.get(b"u").unwrap(), cmd, &args)
 }
 

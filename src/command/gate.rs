@@ -16,8 +16,9 @@
 //! have yet pass, and name the issue that fills them.
 
 use super::args::Args;
+use super::names::Names;
 use super::spec::flags;
-use super::table::{table, CmdRef};
+use super::table::CmdRef;
 use crate::error::{Error, Rejection};
 use crate::server::client::Client;
 use crate::server::Server;
@@ -61,7 +62,7 @@ pub enum Verdict {
 
 /// Resolves and checks a command.
 pub fn check(srv: &Server, client: &Client, args: &Args, caller: Caller) -> Verdict {
-    let cmd = match resolve(args) {
+    let cmd = match resolve(&srv.config.names, args) {
         Ok(cmd) => cmd,
         Err(e) => {
             let r = match caller {
@@ -98,8 +99,10 @@ pub fn admit(srv: &Server, client: &Client, cmd: CmdRef, args: &Args, caller: Ca
     if !spec.arity_ok(args.len()) {
         return reject(Rejection::Arity(spec.full_name()));
     }
-    if spec.has(flags::PROTECTED) && !crate::cmd::server::debug::debug_allowed(srv, client) {
-        return reject(Rejection::Protected);
+    if spec.has(flags::PROTECTED) {
+        if let Some(r) = crate::cmd::server::debug::protected_refusal(srv, client, spec) {
+            return reject(r);
+        }
     }
     if !client.authenticated && !spec.has(flags::NO_AUTH) && srv.acl.auth_required() {
         return reject(Rejection::NoAuth);
@@ -317,15 +320,16 @@ fn paused_now(srv: &Server, client: &Client, cmd: CmdRef, args: &Args) -> bool {
 
 /// Lookup stage: the command (or subcommand) for a request, with Redis's
 /// errors for unknown commands and subcommands.
-pub fn resolve(args: &Args) -> Result<CmdRef, Error> {
+/// Names are looked up as `rename-command` left them (`names`).
+pub fn resolve(names: &Names, args: &Args) -> Result<CmdRef, Error> {
     let name = args.at(0);
-    let Some(cmd) = table().lookup(name) else {
+    let Some(cmd) = names.lookup(name) else {
         return Err(unknown_command(args));
     };
     if cmd.spec.subcommands.is_empty() || args.len() < 2 {
         return Ok(cmd);
     }
-    match table().lookup_sub(name, args.at(1)) {
+    match Names::sub(cmd, args.at(1)) {
         Some(sub) => Ok(sub),
         None => Err(Error::UnknownSubcommand {
             sub: c_str(args.at(1), 128),
@@ -473,7 +477,7 @@ mod tests {
             "postpone"
         );
         let q = Argv::from_slices([&b"set"[..], b"k", b"v"]);
-        let cmd = resolve(&q.args()).ok().unwrap();
+        let cmd = resolve(&Names::default(), &q.args()).ok().unwrap();
         c.multi
             .as_mut()
             .unwrap()

@@ -4,6 +4,7 @@ pub mod args;
 pub mod dispatch;
 pub mod gate;
 pub mod meta;
+pub mod names;
 pub mod replicated;
 pub mod spec;
 pub mod table;

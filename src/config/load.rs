@@ -50,11 +50,14 @@ impl Config {
                         .map_err(|e| fail(&e))?;
                     self.acl_users.push(user);
                 }
-                "rename-command" | "loadmodule" | "sentinel" => {
-                    self.warnings.push(format!(
-                        "'{name}' is not supported by Oxidis and was ignored"
-                    ));
+                "rename-command" if args.len() == 2 => {
+                    self.names.rename(&args[0], &args[1]).map_err(fail)?;
                 }
+                "loadmodule" if !args.is_empty() => self.loadmodules.push(args[0].clone()),
+                // Oxidis has no sentinel mode: Redis outside it skips a bare
+                // `sentinel` line and refuses one with arguments.
+                "sentinel" if args.is_empty() => {}
+                "sentinel" => return Err(fail("sentinel directive while not in sentinel mode")),
                 "save" => {
                     // Several `save` lines accumulate, as in Redis; `save ""` clears.
                     let joined = String::from_utf8_lossy(&args.join(&b' ')).into_owned();
@@ -92,6 +95,14 @@ impl Config {
                         }
                         let v = args.join(&b' ');
                         self.set(prm.name, &v).map_err(|e| fail(&e))?;
+                    }
+                    // `module.option value`: for a module loaded later (Redis's
+                    // module_configs_queue); no module ever loads here.
+                    None if name.contains('.') => {
+                        if args.is_empty() {
+                            return Err(fail("Module config specified without value"));
+                        }
+                        self.module_configs = true;
                     }
                     None => return Err(fail("Bad directive or wrong number of arguments")),
                 },

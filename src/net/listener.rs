@@ -100,10 +100,35 @@ fn listen_on(host: &str, port: u16) -> std::io::Result<TcpListener> {
     sock.listen(511)
 }
 
+/// A TCP accept loop (CONFIG SET port/bind replaces them).
+pub struct Accepting {
+    task: tokio::task::AbortHandle,
+    /// The listening socket, owned by the task (open until the task is dropped).
+    fd: std::os::fd::RawFd,
+}
+
+impl Accepting {
+    /// Stops accepting and frees the address at once, as Redis closes its
+    /// listeners before it binds the new ones (`changeBindAddr`): the socket
+    /// is shut down here, which takes it out of the listening state (an
+    /// address it had can be bound again with SO_REUSEADDR), while the
+    /// aborted task closes it later.
+    pub fn stop(self) {
+        // SAFETY: the fd belongs to the listener the task still owns: the
+        // accept loop never ends by itself, and it is aborted only here,
+        // after the shutdown.
+        unsafe {
+            libc::shutdown(self.fd, libc::SHUT_RDWR);
+        }
+        self.task.abort();
+    }
+}
+
 /// Starts accepting on `l`; the returned handle stops it (CONFIG SET port/bind).
-pub fn spawn_tcp_accept(srv: &Rc<RefCell<Server>>, l: TcpListener) -> tokio::task::AbortHandle {
+pub fn spawn_tcp_accept(srv: &Rc<RefCell<Server>>, l: TcpListener) -> Accepting {
     let srv = srv.clone();
-    tokio::task::spawn_local(async move {
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&l);
+    let task = tokio::task::spawn_local(async move {
         // Clients of one listener share one local address text.
         let mut local: Option<(SocketAddr, Rc<str>)> = None;
         loop {
@@ -128,7 +153,8 @@ pub fn spawn_tcp_accept(srv: &Rc<RefCell<Server>>, l: TcpListener) -> tokio::tas
             }
         }
     })
-    .abort_handle()
+    .abort_handle();
+    Accepting { task, fd }
 }
 
 /// Registers a new client and spawns its connection task.
@@ -170,7 +196,6 @@ fn register_client(
     laddr: Rc<str>,
     kind: ConnKind,
 ) -> Rc<ClientCell> {
-    s.stats.connections_received += 1;
     let id = s.next_client_id;
     s.next_client_id += 1;
     let need_auth = !s.acl.starts_authenticated();
@@ -182,13 +207,13 @@ fn register_client(
             .reply
             .error_line(&crate::error::Error::MaxClients.text());
         client.close_after_reply = true;
-    } else if s.config.protected_mode
-        && s.acl.default.nopass
-        && kind == ConnKind::Tcp
-        && !client.addr.is_loopback()
-    {
+    } else if protected_mode_refuses(s, &client) {
+        s.stats.rejected_connections += 1;
         client.reply.error_line(PROTECTED_MODE_ERROR);
         client.close_after_reply = true;
+    } else {
+        // Redis counts only the connections it keeps (`stat_numconnections`).
+        s.stats.connections_received += 1;
     }
     let cell = Rc::new(ClientCell {
         state: RefCell::new(client),
@@ -197,6 +222,15 @@ fn register_client(
     });
     s.clients.insert(id, cell.clone());
     cell
+}
+
+/// Protected mode, as redis-server 7.0.15 decides it (`clientAcceptHandler`):
+/// `protected-mode yes` and a default user without a password (`nopass`)
+/// refuse every client that is not local (see `cmd::server::is_local`:
+/// unix sockets, 127.0.0.1 and ::1 only). An explicit `bind` changes
+/// nothing in 7.0.15, although the comment there says so.
+fn protected_mode_refuses(s: &Server, c: &Client) -> bool {
+    s.config.protected_mode && s.acl.default.nopass && !crate::cmd::server::is_local(c)
 }
 
 /// Redis 7.0.15's text, typo included ("Setup a an").

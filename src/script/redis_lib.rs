@@ -11,6 +11,7 @@ use super::run_ctx;
 use crate::command::args::Args;
 use crate::command::dispatch;
 use crate::command::gate::{self, Caller, Verdict};
+use crate::command::names::Names;
 
 /// Creates the global `redis` table.
 pub unsafe fn open(l: State) {
@@ -345,7 +346,10 @@ unsafe extern "C-unwind" fn acl_check_cmd(l: State) -> c_int {
     let mut ranges = Vec::new();
     let res = read_args(l, &mut buf, &mut ranges).map(|()| {
         let args = Args::new(&buf, &ranges);
-        dispatch::resolve(&args)
+        // Names as `rename-command` left them, as redis.call sees them.
+        let none = Names::default();
+        let names = run_ctx().map_or(&none, |run| &(*run.srv).config.names);
+        dispatch::resolve(names, &args)
             .ok()
             .map(|cmd| caller_may_run(cmd, &args))
     });

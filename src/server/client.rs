@@ -211,15 +211,17 @@ pub enum Peer {
 }
 
 impl Peer {
-    /// True for the loopback interface, as the address text starting with
-    /// `127.` or `[::1]` (protected mode, `enable-debug-command local`).
-    pub fn is_loopback(&self) -> bool {
+    /// True for a TCP peer Redis 7.0.15 counts as local (`islocalClient`:
+    /// the peer's IP text is exactly `127.0.0.1` or `::1`; so `127.0.0.2`
+    /// and `::ffff:127.0.0.1` are not). Protected mode and the `local` value
+    /// of `enable-*-command` / `enable-protected-configs` ask it.
+    pub fn is_local(&self) -> bool {
         match self {
             Peer::None => false,
-            Peer::V4(a) => a.ip().octets()[0] == 127,
-            // `[::1%scope]` does not start with `[::1]`.
-            Peer::V6(a) => *a.ip() == std::net::Ipv6Addr::LOCALHOST && a.scope_id() == 0,
-            Peer::Text(t) => t.starts_with("127.") || t.starts_with("[::1]"),
+            Peer::V4(a) => *a.ip() == std::net::Ipv4Addr::LOCALHOST,
+            // inet_ntop leaves the scope out: `::1%3` reads `::1`.
+            Peer::V6(a) => *a.ip() == std::net::Ipv6Addr::LOCALHOST,
+            Peer::Text(t) => t.starts_with("127.0.0.1:") || t.starts_with("[::1]:"),
         }
     }
 }
@@ -528,19 +530,22 @@ mod tests {
     }
 
     #[test]
-    fn peer_loopback_is_the_text_test() {
+    fn peer_is_local_as_redis_compares_the_ip_text() {
         let tcp = |t: &str| Peer::from(t.parse::<std::net::SocketAddr>().unwrap());
-        assert!(tcp("127.0.0.1:1").is_loopback());
-        assert!(tcp("127.9.9.9:1").is_loopback());
-        assert!(tcp("[::1]:1").is_loopback());
-        assert!(!tcp("10.0.0.1:1").is_loopback());
-        assert!(!tcp("[::2]:1").is_loopback());
-        // `[::1%3]:1` does not start with `[::1]`, nor `[::ffff:127.0.0.1]` with `127.`.
-        assert!(!tcp("[::1%3]:1").is_loopback());
-        assert!(!tcp("[::ffff:127.0.0.1]:1").is_loopback());
-        assert!(Peer::from("127.0.0.1:2".to_string()).is_loopback());
-        assert!(!Peer::from("/tmp/s:0".to_string()).is_loopback());
-        assert!(!Peer::None.is_loopback());
+        assert!(tcp("127.0.0.1:1").is_local());
+        assert!(tcp("[::1]:1").is_local());
+        assert!(tcp("[::1%3]:1").is_local());
+        // Loopback addresses other than these two are not local to Redis
+        // (redis-server 7.0.15 denies 127.0.0.2 in protected mode).
+        assert!(!tcp("127.0.0.2:1").is_local());
+        assert!(!tcp("127.9.9.9:1").is_local());
+        assert!(!tcp("[::ffff:127.0.0.1]:1").is_local());
+        assert!(!tcp("10.0.0.1:1").is_local());
+        assert!(!tcp("[::2]:1").is_local());
+        assert!(Peer::from("127.0.0.1:2".to_string()).is_local());
+        assert!(!Peer::from("127.0.0.12:2".to_string()).is_local());
+        assert!(!Peer::from("/tmp/s:0".to_string()).is_local());
+        assert!(!Peer::None.is_local());
     }
 
     #[test]

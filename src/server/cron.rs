@@ -78,7 +78,9 @@ fn release_idle_memory(s: &mut Server, closed_at_trim: &mut u64) {
             }
         }
     }
-    let closed = s.stats.connections_received - s.clients.len() as u64;
+    // Refused connections stay registered until their error is sent.
+    let accepted = s.stats.connections_received + s.stats.rejected_connections;
+    let closed = accepted.saturating_sub(s.clients.len() as u64);
     if closed.saturating_sub(*closed_at_trim) >= CLOSED_BEFORE_TRIM {
         *closed_at_trim = closed;
         release_free_memory();

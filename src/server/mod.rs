@@ -68,7 +68,7 @@ pub struct Server {
     /// Per-command latency histograms for INFO latencystats (server family).
     pub latency: crate::cmd::server::latency::Latency,
     /// The TCP accept loops, stopped and replaced by CONFIG SET port/bind (server family).
-    pub tcp_accepts: Vec<tokio::task::AbortHandle>,
+    pub tcp_accepts: Vec<crate::net::listener::Accepting>,
     /// The `bind` addresses and port those loops listen on.
     pub tcp_addrs: (Vec<String>, u16),
     /// The server's own cell, for handlers that start tasks (CONFIG SET port/bind).

@@ -3,6 +3,7 @@
 use crate::acl::categories::{self, NAMES};
 use crate::acl::check::{self, Denied};
 use crate::command::gate::c_str;
+use crate::command::names::Names;
 use crate::command::table::table;
 use crate::command::{Args, Argv};
 use crate::error::{CmdResult, Error};
@@ -147,12 +148,10 @@ pub fn dryrun(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             format!("User '{}' not found", String::from_utf8_lossy(args.at(2))).into(),
         ));
     };
-    let t = table();
+    // The command by the names `rename-command` left (Redis's lookupCommand).
     let name = args.at(3);
-    let cmd = match t.lookup(name) {
-        Some(c) if !c.spec.subcommands.is_empty() && args.len() > 4 => {
-            t.lookup_sub(name, args.at(4))
-        }
+    let cmd = match ctx.srv.config.names.lookup(name) {
+        Some(c) if !c.spec.subcommands.is_empty() && args.len() > 4 => Names::sub(c, args.at(4)),
         c => c,
     };
     let Some(cmd) = cmd else {

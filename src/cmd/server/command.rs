@@ -2,7 +2,7 @@
 //! (`command::meta`) for the commands in Oxidis's table.
 
 use crate::command::flags::*;
-use crate::command::table::table;
+use crate::command::names::Names;
 use crate::command::{meta, Args, CommandSpec};
 use crate::error::{CmdResult, Error};
 use crate::resp::value::Value;
@@ -51,22 +51,13 @@ const HELP: &[&str] = &[
     "    Prints this help.",
 ];
 
-/// Finds a command or `container|sub` by name, case-insensitively.
-fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
-    match name.iter().position(|&c| c == b'|') {
-        Some(i) => table()
-            .lookup_sub(&name[..i], &name[i + 1..])
-            .map(|c| c.spec),
-        None => table().lookup(name).map(|c| c.spec),
-    }
-}
-
 /// ```text
 /// COMMAND
 /// ```
-/// Array: the COMMAND INFO entry of every command.
+/// Array: the COMMAND INFO entry of every command that answers to a name
+/// (a renamed one under its original name, as Redis shows it).
 pub fn command(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
-    let cmds: Vec<_> = table().commands().collect();
+    let cmds: Vec<_> = ctx.srv.config.names.commands().collect();
     let out = ctx.out();
     out.array(cmds.len());
     for c in cmds {
@@ -83,11 +74,12 @@ fn info(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     if !args.has_more() {
         return command(ctx, args);
     }
+    let names = &ctx.srv.config.names;
     let out = &mut ctx.client.reply;
     out.array(args.remaining());
     for name in args.by_ref() {
-        match lookup(name) {
-            Some(spec) => meta::info_for(spec).write(out),
+        match names.lookup_path(name) {
+            Some(cmd) => meta::info_for(cmd.spec).write(out),
             None => out.null(),
         }
     }
@@ -99,10 +91,13 @@ fn info(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// ```
 /// Map of command name → documentation; unknown names are left out.
 fn docs(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    let names = &ctx.srv.config.names;
     let specs: Vec<&'static CommandSpec> = if args.has_more() {
-        args.from(args.pos()).filter_map(lookup).collect()
+        args.from(args.pos())
+            .filter_map(|n| names.lookup_path(n).map(|c| c.spec))
+            .collect()
     } else {
-        table().commands().map(|c| c.spec).collect()
+        names.commands().map(|c| c.spec).collect()
     };
     let out = &mut ctx.client.reply;
     out.map(specs.len());
@@ -118,7 +113,7 @@ fn docs(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// ```
 /// Integer: number of top-level commands.
 fn count(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
-    let n = table().commands().count() as i64;
+    let n = ctx.srv.config.names.commands().count() as i64;
     ctx.out().int(n);
     Ok(())
 }
@@ -155,9 +150,14 @@ fn list(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             return Err(Error::Syntax);
         }
     };
-    let names: Vec<&'static str> = table()
-        .all
-        .iter()
+    // Every command that answers to a name, then its subcommands (full names).
+    let listed = ctx
+        .srv
+        .config
+        .names
+        .commands()
+        .flat_map(|c| std::iter::once(c.spec).chain(c.spec.subcommands.iter()));
+    let names: Vec<&'static str> = listed
         .filter(|s| match &filter {
             Filter::All => true,
             Filter::Module => false,
@@ -180,11 +180,14 @@ fn list(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// (COMMAND GETKEYS*), checked in Redis's order: known command, has keys at
 /// all, arity, then keys found (none is fine for `no_mandatory_keys` commands
 /// such as EVAL with 0 keys).
-fn keys_of<'a>(args: &Args<'a>) -> Result<(&'static CommandSpec, Args<'a>, Vec<usize>), Error> {
+fn keys_of<'a>(
+    names: &Names,
+    args: &Args<'a>,
+) -> Result<(&'static CommandSpec, Args<'a>, Vec<usize>), Error> {
     let start = args.pos();
     let argv = crate::command::Argv::from_slices(args.from(start));
     let sub_args = argv.args();
-    let spec = match crate::command::dispatch::resolve(&sub_args) {
+    let spec = match crate::command::dispatch::resolve(names, &sub_args) {
         Ok(c) => c.spec,
         Err(_) => return Err(Error::msg("Invalid command specified")),
     };
@@ -213,7 +216,7 @@ fn keys_of<'a>(args: &Args<'a>) -> Result<(&'static CommandSpec, Args<'a>, Vec<u
 /// ```
 /// Array of the keys the command would touch.
 fn getkeys(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
-    let (_, a, keys) = keys_of(args)?;
+    let (_, a, keys) = keys_of(&ctx.srv.config.names, args)?;
     let out = ctx.out();
     out.array(keys.len());
     for k in keys {
@@ -228,7 +231,7 @@ fn getkeys(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// Array of `[key, flags]` pairs, the flags from the command's key specs.
 fn getkeysandflags(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let start = args.pos();
-    let (spec, a, keys) = keys_of(args)?;
+    let (spec, a, keys) = keys_of(&ctx.srv.config.names, args)?;
     let argv = crate::command::Argv::from_slices(a.from(start));
     let sub = argv.args();
     let out = ctx.out();

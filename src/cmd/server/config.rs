@@ -167,9 +167,10 @@ fn protected_allowed(ctx: &Ctx) -> bool {
     }
 }
 
-/// Re-binds the TCP listeners when `port` or `bind` changed: the new sockets
-/// are bound first, so a failure (Redis's error texts) leaves the old ones
-/// serving; on success the old accept loops stop (connections stay open).
+/// Re-binds the TCP listeners when `port` or `bind` changed, as Redis's
+/// `changeBindAddr`: the old listeners stop first (connections stay open),
+/// then the new addresses are bound; a failure (Redis's error texts and log
+/// lines) binds the old ones again.
 fn runtime_check(ctx: &mut Ctx, name: &str, before: &crate::config::Config) -> Result<(), String> {
     let cfg = &ctx.srv.config;
     // One re-bind covers a port and a bind change in the same CONFIG SET.
@@ -189,10 +190,25 @@ fn runtime_check(ctx: &mut Ctx, name: &str, before: &crate::config::Config) -> R
     let Some(me) = ctx.srv.self_ref.as_ref().and_then(|w| w.upgrade()) else {
         return Err(fail());
     };
-    let listeners = crate::net::listener::bind_tcp(cfg).map_err(|_| fail())?;
-    for h in ctx.srv.tcp_accepts.drain(..) {
-        h.abort();
+    // Redis closes the listeners first, then binds (so `*` can replace
+    // `127.0.0.1` on the same port); on failure it restores the old ones.
+    for a in ctx.srv.tcp_accepts.drain(..) {
+        a.stop();
     }
+    let (listeners, result) = match crate::net::listener::bind_tcp(cfg) {
+        Ok(l) => (l, Ok(())),
+        Err(_) => {
+            crate::log::warning("Failed to bind");
+            crate::log::warning(&format!("Failed applying new configuration. Possibly related to new {name} setting. Restoring previous settings."));
+            let old = crate::net::listener::bind_tcp(before).unwrap_or_else(|e| {
+                crate::log::warning(&format!(
+                    "Could not listen again on the previous addresses: {e}"
+                ));
+                Vec::new()
+            });
+            (old, Err(fail()))
+        }
+    };
     // The busy-script poller accepts on raw fds: give it the new sockets.
     let script = &mut ctx.srv.script;
     script.listeners.retain(|(_, unix)| unix.is_some());
@@ -205,8 +221,10 @@ fn runtime_check(ctx: &mut Ctx, name: &str, before: &crate::config::Config) -> R
         .into_iter()
         .map(|l| crate::net::listener::spawn_tcp_accept(&me, l))
         .collect();
-    ctx.srv.tcp_addrs = (cfg.bind.clone(), cfg.port);
-    Ok(())
+    if result.is_ok() {
+        ctx.srv.tcp_addrs = (cfg.bind.clone(), cfg.port);
+    }
+    result
 }
 
 /// Effects of a successful CONFIG SET on running state.

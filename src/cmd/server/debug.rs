@@ -4,17 +4,22 @@ use crate::command::Args;
 use crate::error::CmdResult;
 use crate::server::Ctx;
 
-/// The gate's answer to DEBUG when `enable-debug-command` refuses it.
-pub const DEBUG_REFUSED: &str = "DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.";
-
-/// True when `enable-debug-command` lets this client run DEBUG: `yes`, or
-/// `local` on a local connection. The gate checks it (before AUTH, as Redis).
-pub fn debug_allowed(srv: &crate::server::Server, c: &crate::server::client::Client) -> bool {
-    match srv.config.enable_debug {
-        1 => true,
-        2 => super::is_local(c),
-        _ => false,
-    }
+/// The gate's check of a `PROTECTED` command (DEBUG; MODULE LOAD, LOADEX,
+/// UNLOAD): refused unless its `enable-debug-command` /
+/// `enable-module-command` is `yes`, or `local` on a local connection
+/// (Redis's `allowProtectedAction`, checked before AUTH).
+pub fn protected_refusal(
+    srv: &crate::server::Server,
+    c: &crate::server::client::Client,
+    spec: &crate::command::CommandSpec,
+) -> Option<crate::error::Rejection> {
+    let module = spec.name.starts_with("module|");
+    let option = match module {
+        true => srv.config.enable_module,
+        false => srv.config.enable_debug,
+    };
+    let allowed = option == 1 || (option == 2 && super::is_local(c));
+    (!allowed).then_some(crate::error::Rejection::Protected { module })
 }
 
 /// ```text

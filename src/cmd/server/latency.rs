@@ -331,13 +331,9 @@ fn histogram(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         picked.extend((0..table.all.len()).filter_map(with_calls));
     }
     for name in args.by_ref() {
-        let mut parts = name.split(|&b| b == b'|');
-        let found = match (parts.next(), parts.next(), parts.next()) {
-            (Some(cmd), None, _) => table.lookup(cmd),
-            (Some(cmd), Some(sub), None) => table.lookup_sub(cmd, sub),
-            _ => None,
+        let Some(c) = ctx.srv.config.names.lookup_path(name) else {
+            continue;
         };
-        let Some(c) = found else { continue };
         // A container's subcommands follow it in the table.
         let subs = c.id + 1..c.id + 1 + c.spec.subcommands.len();
         picked.extend(std::iter::once(c.id).chain(subs).filter_map(with_calls));

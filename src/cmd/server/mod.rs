@@ -11,6 +11,7 @@ pub mod info;
 pub mod latency;
 mod latency_doctor;
 pub mod memory;
+pub mod module;
 pub mod persistence;
 pub mod slowlog;
 
@@ -41,6 +42,7 @@ pub static SPECS: &[CommandSpec] = &[
     CommandSpec::container("memory", -2, memory::SUBS),
     CommandSpec::container("latency", -2, latency::SUBS),
     CommandSpec::new("debug", -2, ADMIN_SUB | PROTECTED, (0, 0, 0), debug::debug),
+    CommandSpec::container("module", -2, module::SUBS),
     CommandSpec::new(
         "shutdown",
         -1,
@@ -62,10 +64,12 @@ pub(crate) fn wrong_sub_args(args: &Args, cmd: &str) -> Error {
     )
 }
 
-/// True for a client on a unix socket or the loopback interface (what
-/// `enable-debug-command local` and `enable-protected-configs local` allow).
+/// True for a client on a unix socket or from 127.0.0.1 or ::1 (Redis's
+/// `islocalClient`: what protected mode and the `local` value of
+/// `enable-debug-command`, `enable-module-command` and
+/// `enable-protected-configs` allow).
 pub(crate) fn is_local(c: &crate::server::client::Client) -> bool {
-    c.conn_kind == crate::server::client::ConnKind::Unix || c.addr.is_loopback()
+    c.conn_kind == crate::server::client::ConnKind::Unix || c.addr.is_local()
 }
 
 /// ```text
