@@ -230,6 +230,9 @@ pub const MODULE_UNLOAD_NO_SUCH: &str = "Error unloading module: no such module 
 
 /// Redis's `shared.bgsaveerr`.
 /// BGSAVE while a BGSAVE runs (SAVE too).
+/// The answer of CLUSTER, READONLY, READWRITE and ASKING while cluster mode
+/// is off (`ERR` is added by `Error::msg`).
+pub const CLUSTER_DISABLED: &str = "This instance has cluster support disabled";
 pub const BGSAVE_IN_PROGRESS: &str = "Background save already in progress";
 /// BGSAVE while another child (an AOF rewrite) runs, without SCHEDULE.
 pub const BGSAVE_OTHER_CHILD: &str = "Another child process is active (AOF?): can't BGSAVE right now. Use BGSAVE SCHEDULE in order to schedule a BGSAVE whenever possible.";
