@@ -123,15 +123,7 @@ impl Return {
 impl Group {
     /// Starts the sync thread; without one, `request` fsyncs in place.
     fn start() -> Group {
-        let shared = Arc::new(Shared {
-            synced: AtomicU64::new(0),
-            done: Notify::new(),
-            want: Mutex::new(Want {
-                kick_at: u64::MAX,
-                ..Want::default()
-            }),
-            kick: Condvar::new(),
-        });
+        let shared = Arc::new(Shared::new());
         let worker = shared.clone();
         PARK.with(|p| *p.borrow_mut() = Arc::downgrade(&shared));
         let spawned = std::thread::Builder::new()
@@ -318,6 +310,19 @@ impl Drop for Group {
 }
 
 impl Shared {
+    /// Nothing synced, nothing wanted, nobody waiting.
+    fn new() -> Shared {
+        Shared {
+            synced: AtomicU64::new(0),
+            done: Notify::new(),
+            want: Mutex::new(Want {
+                kick_at: u64::MAX,
+                ..Want::default()
+            }),
+            kick: Condvar::new(),
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Want> {
         self.want.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -524,18 +529,6 @@ mod tests {
         assert_eq!(back.bound(ms(40)), ms(20));
     }
 
-    fn idle_shared() -> Shared {
-        Shared {
-            synced: AtomicU64::new(0),
-            done: Notify::new(),
-            want: Mutex::new(Want {
-                kick_at: u64::MAX,
-                ..Want::default()
-            }),
-            kick: Condvar::new(),
-        }
-    }
-
     /// The data thread's park fdatasyncs what a waiter wants and releases
     /// it; the next one waits until the released connection came back, or
     /// the gather's deadline passed.
@@ -544,7 +537,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("oxidis-park-{}", std::process::id()));
         let _ = std::fs::create_dir_all(&dir);
         let file = Arc::new(File::create(dir.join("f")).unwrap());
-        let shared = idle_shared();
+        let shared = Shared::new();
         let join = |upto: u64| {
             let mut w = shared.lock();
             w.waiting.push(upto);
