@@ -184,6 +184,21 @@ pub fn rewrite_with_users(
     path: &str,
     users: Option<&[String]>,
 ) -> Result<(), String> {
+    write_config(cfg, path, users, false)
+}
+
+/// [`rewrite_with_users`] writing every parameter, defaults included
+/// (DEBUG CONFIG-REWRITE-FORCE-ALL).
+pub fn rewrite_all(cfg: &Config, path: &str, users: &[String]) -> Result<(), String> {
+    write_config(cfg, path, Some(users), true)
+}
+
+fn write_config(
+    cfg: &Config,
+    path: &str,
+    users: Option<&[String]>,
+    force_all: bool,
+) -> Result<(), String> {
     let old = match std::fs::read(path) {
         Ok(b) => String::from_utf8_lossy(&b).into_owned(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
@@ -193,7 +208,8 @@ pub fn rewrite_with_users(
     for p in PARAMS {
         let value = cfg.get_bytes(p.name).unwrap_or_default();
         // Redis always writes these, default or not.
-        let force = value != p.default.as_bytes()
+        let force = force_all
+            || value != p.default.as_bytes()
             || matches!(p.name, "save" | "dir" | "latency-tracking-info-percentiles");
         let lines = option_lines(p.name, p.kind, value);
         if lines.is_empty() {
@@ -204,7 +220,7 @@ pub fn rewrite_with_users(
         let defaults = option_lines(p.name, p.kind, p.default.as_bytes());
         let per_line = p.name == "client-output-buffer-limit";
         for l in lines {
-            let f = if per_line {
+            let f = if per_line && !force_all {
                 !defaults.contains(&l)
             } else {
                 force

@@ -1,6 +1,6 @@
 //! DEBUG subcommands the test suites lean on: DIGEST, DIGEST-VALUE (Redis's
 //! SHA1 dataset digest, byte for byte), PROTOCOL (one reply of each RESP
-//! type), SET-ACTIVE-EXPIRE and SET-DISABLE-DENY-SCRIPTS.
+//! type), SET-ACTIVE-EXPIRE, SET-DISABLE-DENY-SCRIPTS, LOADAOF and PAUSE-CRON.
 
 use sha1::{Digest, Sha1};
 
@@ -40,9 +40,6 @@ pub fn run(ctx: &mut Ctx, sub: &[u8], args: &Args) -> Option<CmdResult> {
         ctx.out().ok();
     } else if is("pause-cron") && args.len() == 3 {
         ctx.srv.cron_paused = atoi(args.at(2)) != 0;
-        ctx.out().ok();
-    } else if is("replybuffer") && args.len() == 4 && args.at(2).eq_ignore_ascii_case(b"resizing") {
-        ctx.srv.reply_buffer_resizing = atoi(args.at(3)) != 0;
         ctx.out().ok();
     } else {
         return None;
