@@ -328,3 +328,70 @@ fn restart_fails_when_the_binary_is_gone() {
         let _ = std::fs::remove_dir_all(copy.parent().unwrap());
     }
 }
+
+/// Every `CONFIG GET *` pair, as one text per parameter.
+fn all_config(srv: &Srv) -> Vec<String> {
+    let mut s = connect(srv);
+    s.write_all(b"*3\r\n$6\r\nCONFIG\r\n$3\r\nGET\r\n$1\r\n*\r\n")
+        .unwrap();
+    let mut head = Vec::new();
+    let mut b = [0u8; 1];
+    while !head.ends_with(b"\r\n") {
+        s.read_exact(&mut b).unwrap();
+        head.push(b[0]);
+    }
+    let n: usize = String::from_utf8_lossy(&head[1..head.len() - 2])
+        .parse()
+        .unwrap();
+    let mut items = Vec::new();
+    for _ in 0..n {
+        let mut h = Vec::new();
+        while !h.ends_with(b"\r\n") {
+            s.read_exact(&mut b).unwrap();
+            h.push(b[0]);
+        }
+        let len: usize = String::from_utf8_lossy(&h[1..h.len() - 2]).parse().unwrap();
+        let mut body = vec![0u8; len + 2];
+        s.read_exact(&mut body).unwrap();
+        items.push(String::from_utf8_lossy(&body[..len]).into_owned());
+    }
+    let mut pairs: Vec<String> = items.chunks(2).map(|p| p.join(" ")).collect();
+    pairs.sort();
+    pairs
+}
+
+#[test]
+fn config_rewrite_force_all_writes_defaults_and_restarts_the_same() {
+    for bin in both() {
+        let srv = start(&bin, Some("port 6379\n"), &[]);
+        let before = all_config(&srv);
+        let mut c = connect(&srv);
+        assert_eq!(call(&mut c, &["DEBUG", "CONFIG-REWRITE-FORCE-ALL"]), "+OK");
+        let conf = std::fs::read_to_string(srv.dir.join("redis.conf")).unwrap();
+        // Parameters at their defaults are written too.
+        // Strings Redis keeps as NULL when empty, and the default bind, are not.
+        for line in [
+            "\nhz 10\n",
+            "\nlist-compress-depth 0\n",
+            "\ndatabases 16\n",
+            "\nclient-output-buffer-limit replica 256mb 64mb 60\n",
+            "\nnotify-keyspace-events \"\"\n",
+        ] {
+            assert!(
+                conf.contains(line),
+                "{}: {line:?} in\n{conf}",
+                bin.display()
+            );
+        }
+        for absent in ["\nrequirepass", "\nunixsocket", "\nbind "] {
+            assert!(
+                !conf.contains(absent),
+                "{}: {absent:?} in\n{conf}",
+                bin.display()
+            );
+        }
+        assert_eq!(call(&mut c, &["DEBUG", "RESTART"]), "");
+        wait_up(&srv);
+        assert_eq!(all_config(&srv), before, "{}", bin.display());
+    }
+}

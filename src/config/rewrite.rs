@@ -146,7 +146,9 @@ pub fn option_lines(name: &'static str, kind: Kind, raw: &[u8]) -> Vec<String> {
                 .filter(|c| c.len() == 4)
                 .map(|c| {
                     let mem = |s: &str| format_memory(s.parse().unwrap_or(0));
-                    format!("{name} {} {} {} {}", c[0], mem(c[1]), mem(c[2]), c[3])
+                    // Redis writes the replica class under its new name.
+                    let class = if c[0] == "slave" { "replica" } else { c[0] };
+                    format!("{name} {class} {} {} {}", mem(c[1]), mem(c[2]), c[3])
                 })
                 .collect()
         }
@@ -208,6 +210,17 @@ fn write_config(
     for p in PARAMS {
         let value = cfg.get_bytes(p.name).unwrap_or_default();
         // Redis always writes these, default or not.
+        // Forcing all, Redis still skips strings it keeps as NULL when
+        // empty (all but these four) and the default `bind`.
+        let null_string = value.is_empty()
+            && !matches!(
+                p.name,
+                "save" | "aclfile" | "ignore-warnings" | "notify-keyspace-events"
+            );
+        if force_all && (null_string || (p.name == "bind" && value == p.default.as_bytes())) {
+            st.rewritten.insert(p.name); // its old lines go too
+            continue;
+        }
         let force = force_all
             || value != p.default.as_bytes()
             || matches!(p.name, "save" | "dir" | "latency-tracking-info-percentiles");
