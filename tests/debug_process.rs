@@ -383,7 +383,7 @@ fn config_rewrite_force_all_writes_defaults_and_restarts_the_same() {
                 bin.display()
             );
         }
-        for absent in ["\nrequirepass", "\nunixsocket", "\nbind "] {
+        for absent in ["\nrequirepass ", "\nunixsocket ", "\nbind "] {
             assert!(
                 !conf.contains(absent),
                 "{}: {absent:?} in\n{conf}",
