@@ -369,7 +369,7 @@ fn config_rewrite_force_all_writes_defaults_and_restarts_the_same() {
         assert_eq!(call(&mut c, &["DEBUG", "CONFIG-REWRITE-FORCE-ALL"]), "+OK");
         let conf = std::fs::read_to_string(srv.dir.join("redis.conf")).unwrap();
         // Parameters at their defaults are written too.
-        // Strings Redis keeps as NULL when empty, and the default bind, are not.
+        // Strings Redis keeps as NULL when empty are not.
         for line in [
             "\nhz 10\n",
             "\nlist-compress-depth 0\n",
@@ -383,7 +383,7 @@ fn config_rewrite_force_all_writes_defaults_and_restarts_the_same() {
                 bin.display()
             );
         }
-        for absent in ["\nrequirepass ", "\nunixsocket ", "\nbind "] {
+        for absent in ["\nrequirepass ", "\nunixsocket "] {
             assert!(
                 !conf.contains(absent),
                 "{}: {absent:?} in\n{conf}",
