@@ -395,3 +395,19 @@ fn config_rewrite_force_all_writes_defaults_and_restarts_the_same() {
         assert_eq!(all_config(&srv), before, "{}", bin.display());
     }
 }
+
+#[test]
+fn an_embedded_server_does_not_restart_its_host_program() {
+    let h = common::start_with(&["--enable-debug-command", "yes"]);
+    let mut c = common::conn(&h);
+    for sub in ["RESTART", "CRASH-AND-RECOVER"] {
+        let r: redis::RedisResult<String> = redis::cmd("DEBUG").arg(sub).query(&mut c);
+        let e = r.unwrap_err();
+        assert_eq!(
+            e.detail(),
+            Some("failed to restart the server. Check server logs.")
+        );
+    }
+    let pong: String = redis::cmd("PING").query(&mut c).unwrap();
+    assert_eq!(pong, "PONG");
+}

@@ -138,7 +138,16 @@ pub fn debug(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let sub = args.next().unwrap_or_default();
     let n = args.len();
     if sub.eq_ignore_ascii_case(b"help") && n == 2 {
-        return crate::cmd::help_reply(ctx, HELP);
+        if cfg!(feature = "alloc-jemalloc") {
+            return crate::cmd::help_reply(ctx, HELP);
+        }
+        // Redis built without jemalloc has no MALLCTL lines (4 of them).
+        let at = HELP
+            .iter()
+            .position(|l| l.starts_with("MALLCTL "))
+            .unwrap_or(0);
+        let lines: Vec<&str> = [&HELP[..at], &HELP[at + 4..]].concat();
+        return crate::cmd::help_reply(ctx, &lines);
     }
     if sub.eq_ignore_ascii_case(b"sleep") && n == 3 {
         // Redis's strtod then nanosleep: junk is 0 s, a negative time returns at once.

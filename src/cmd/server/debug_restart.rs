@@ -1,11 +1,21 @@
 //! DEBUG RESTART and CRASH-AND-RECOVER: the process executes its own binary again, as Redis's `restartServer`.
 
 use std::os::unix::process::CommandExt;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::command::Args;
 use crate::error::{text, CmdResult, Error};
 use crate::log;
 use crate::server::Ctx;
+
+/// Set when the server is the process (the binary's `run_main`): a server
+/// embedded in another program never replaces that program's image.
+static OWNS_PROCESS: AtomicBool = AtomicBool::new(false);
+
+/// Lets DEBUG RESTART and CRASH-AND-RECOVER re-execute this process.
+pub fn allow() {
+    OWNS_PROCESS.store(true, Ordering::Relaxed);
+}
 
 /// ```text
 /// DEBUG RESTART [milliseconds]
@@ -30,6 +40,10 @@ pub fn restart(ctx: &mut Ctx, args: &Args, graceful: bool) -> CmdResult {
 
 /// Returns only when the restart could not start (logged).
 fn restart_server(ctx: &mut Ctx, graceful: bool, delay_ms: u64) {
+    if !OWNS_PROCESS.load(Ordering::Relaxed) {
+        log::warning("Can't restart: the server is embedded in another program");
+        return;
+    }
     let exe = std::env::current_exe().unwrap_or_default();
     if !executable(&exe) {
         log::warning(&format!(

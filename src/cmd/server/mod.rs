@@ -10,7 +10,7 @@ mod debug_data;
 pub(crate) mod debug_flags;
 mod debug_introspect;
 mod debug_more;
-mod debug_restart;
+pub mod debug_restart;
 pub mod info;
 pub mod latency;
 mod latency_doctor;
