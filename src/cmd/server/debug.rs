@@ -127,6 +127,9 @@ const HELP: &[&str] = &[
     "    Prints this help.",
 ];
 
+/// A `debug_*` module's entry: the reply when it knows the subcommand.
+type SubRunner = fn(&mut Ctx, &[u8], &Args) -> Option<CmdResult>;
+
 /// ```text
 /// DEBUG <subcommand> [arg ...]
 /// ```
@@ -161,7 +164,7 @@ pub fn debug(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     if sub.eq_ignore_ascii_case(b"reload") {
         return super::persistence::debug_reload(ctx, args);
     }
-    let runs: [fn(&mut Ctx, &[u8], &Args) -> Option<CmdResult>; 5] = [
+    let runs: [SubRunner; 5] = [
         super::debug_more::run,
         super::debug_data::run,
         super::debug_flags::run,
