@@ -148,15 +148,7 @@ const DEBUG_CONFIGS: &[&str] = &[
 
 /// Redis's object type and encoding numbers for a value.
 fn type_and_encoding(v: &crate::db::Value) -> (u32, u32) {
-    use crate::db::Value;
-    let ty = match v {
-        Value::Str(_) => 0,
-        Value::List(_) => 1,
-        Value::Set(_) => 2,
-        Value::ZSet(_) => 3,
-        Value::Hash(_) => 4,
-        Value::Stream(_) => 6,
-    };
+    let ty = super::debug_more::redis_type(v);
     let enc = match v.encoding() {
         "raw" => 0,
         "int" => 1,

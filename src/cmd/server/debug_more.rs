@@ -65,6 +65,18 @@ pub(super) fn atoi(b: &[u8]) -> i64 {
     }
 }
 
+/// Redis's object type number of a value (OBJ_STRING 0 ... OBJ_STREAM 6).
+pub(super) fn redis_type(v: &Value) -> u32 {
+    match v {
+        Value::Str(_) => 0,
+        Value::List(_) => 1,
+        Value::Set(_) => 2,
+        Value::ZSet(_) => 3,
+        Value::Hash(_) => 4,
+        Value::Stream(_) => 6,
+    }
+}
+
 fn hex(d: &[u8; 20]) -> String {
     d.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -116,16 +128,7 @@ fn value_digest(db: &Db, key: &[u8], d: &mut [u8; 20]) {
     let Some(v) = db.peek(key) else {
         return;
     };
-    // Redis's object type numbers (OBJ_STRING ... OBJ_HASH).
-    let type_no: u32 = match v {
-        Value::Str(_) => 0,
-        Value::List(_) => 1,
-        Value::Set(_) => 2,
-        Value::ZSet(_) => 3,
-        Value::Hash(_) => 4,
-        Value::Stream(_) => 6,
-    };
-    mix_digest(d, &type_no.to_be_bytes());
+    mix_digest(d, &redis_type(v).to_be_bytes());
     match v {
         Value::Str(s) => mix_digest(d, &s.as_bytes()),
         Value::List(l) => l.iter().for_each(|e| mix_digest(d, e)),
