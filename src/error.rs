@@ -416,6 +416,29 @@ pub mod text {
     pub const DEBUG_PROTOCOL_TYPE: &str = "Wrong protocol type name. Please use one of the following: string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false";
     /// A reply that exists only in RESP3 (DEBUG PROTOCOL PUSH) asked for over RESP2.
     pub const RESP2_NOT_SUPPORTED: &str = "RESP2 is not supported by this command";
+    /// DEBUG QUICKLIST-PACKED-THRESHOLD with a size it refuses.
+    pub const DEBUG_PACKED_THRESHOLD: &str =
+        "argument must be a memory value bigger than 1 and smaller than 4gb";
+    /// DEBUG CLUSTERLINK on a server that is not a cluster node.
+    pub const DEBUG_CLUSTER_ONLY: &str =
+        "Debug option only available for cluster mode enabled setup!";
+    /// DEBUG CONFIG-REWRITE-FORCE-ALL that failed (the OS error follows).
+    pub const DEBUG_REWRITE_FAILED: &str = "CONFIG-REWRITE-FORCE-ALL failed: ";
+    /// DEBUG SDSLEN on a value that is not an sds string.
+    pub const DEBUG_NOT_SDS: &str = "Not an sds encoded string.";
+    /// DEBUG LISTPACK on a value that is not a listpack.
+    pub const DEBUG_NOT_LISTPACK: &str = "Not a listpack encoded object.";
+    /// DEBUG QUICKLIST on a value that is not a quicklist.
+    pub const DEBUG_NOT_QUICKLIST: &str = "Not a quicklist encoded object.";
+    /// DEBUG HTSTATS with a database number out of range.
+    pub const DEBUG_DB_RANGE: &str = "Out of range database";
+    /// DEBUG HTSTATS-KEY on a value without a hash table.
+    pub const DEBUG_NOT_HT: &str =
+        "The value stored at the specified key is not represented using an hash table";
+    /// DEBUG CLIENT-EVICTION with `maxmemory-clients` 0.
+    pub const DEBUG_NO_CLIENT_EVICTION: &str = "maxmemory-clients is disabled.";
+    /// DEBUG RESTART / CRASH-AND-RECOVER when the restart could not happen.
+    pub const DEBUG_RESTART_FAILED: &str = "failed to restart the server. Check server logs.";
 }
 
 /// Stream command errors (t_stream.c, blocked.c), with Redis's texts.

@@ -215,6 +215,7 @@ fn run_on_thread(
 /// Runs `oxidis-server` as a process: logs like redis-server, handles
 /// SIGTERM/SIGINT, and returns when the server shuts down.
 pub fn run_main(config: Config) -> std::io::Result<()> {
+    cmd::server::debug_restart::allow();
     log::configure(config.loglevel, config.logfile.clone());
     log::notice("oO0OoO0OoO0Oo Oxidis is starting oO0OoO0OoO0Oo");
     log::notice(&format!(

@@ -93,6 +93,14 @@ pub fn raw_notice(text: &str) {
     }
 }
 
+/// Writes `text` as it is at warning level (Redis's `LL_WARNING|LL_RAW`):
+/// the crash report's blocks.
+pub fn raw_warning(text: &str) {
+    if 3 >= LEVEL.load(Ordering::Relaxed) {
+        emit(text);
+    }
+}
+
 /// Appends a finished line (or block) to the log file, or stdout.
 fn emit(line: &str) {
     if CHILD.load(Ordering::Relaxed) {

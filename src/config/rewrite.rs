@@ -146,7 +146,9 @@ pub fn option_lines(name: &'static str, kind: Kind, raw: &[u8]) -> Vec<String> {
                 .filter(|c| c.len() == 4)
                 .map(|c| {
                     let mem = |s: &str| format_memory(s.parse().unwrap_or(0));
-                    format!("{name} {} {} {} {}", c[0], mem(c[1]), mem(c[2]), c[3])
+                    // Redis writes the replica class under its new name.
+                    let class = if c[0] == "slave" { "replica" } else { c[0] };
+                    format!("{name} {class} {} {} {}", mem(c[1]), mem(c[2]), c[3])
                 })
                 .collect()
         }
@@ -184,6 +186,21 @@ pub fn rewrite_with_users(
     path: &str,
     users: Option<&[String]>,
 ) -> Result<(), String> {
+    write_config(cfg, path, users, false)
+}
+
+/// [`rewrite_with_users`] writing every parameter, defaults included
+/// (DEBUG CONFIG-REWRITE-FORCE-ALL).
+pub fn rewrite_all(cfg: &Config, path: &str, users: &[String]) -> Result<(), String> {
+    write_config(cfg, path, Some(users), true)
+}
+
+fn write_config(
+    cfg: &Config,
+    path: &str,
+    users: Option<&[String]>,
+    force_all: bool,
+) -> Result<(), String> {
     let old = match std::fs::read(path) {
         Ok(b) => String::from_utf8_lossy(&b).into_owned(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
@@ -193,7 +210,19 @@ pub fn rewrite_with_users(
     for p in PARAMS {
         let value = cfg.get_bytes(p.name).unwrap_or_default();
         // Redis always writes these, default or not.
-        let force = value != p.default.as_bytes()
+        // Forcing all, Redis still skips strings it keeps as NULL when
+        // empty (all but these four) and the default `bind`.
+        let null_string = value.is_empty()
+            && !matches!(
+                p.name,
+                "save" | "aclfile" | "ignore-warnings" | "notify-keyspace-events"
+            );
+        if force_all && (null_string || (p.name == "bind" && value == p.default.as_bytes())) {
+            st.rewritten.insert(p.name); // its old lines go too
+            continue;
+        }
+        let force = force_all
+            || value != p.default.as_bytes()
             || matches!(p.name, "save" | "dir" | "latency-tracking-info-percentiles");
         let lines = option_lines(p.name, p.kind, value);
         if lines.is_empty() {
@@ -204,7 +233,7 @@ pub fn rewrite_with_users(
         let defaults = option_lines(p.name, p.kind, p.default.as_bytes());
         let per_line = p.name == "client-output-buffer-limit";
         for l in lines {
-            let f = if per_line {
+            let f = if per_line && !force_all {
                 !defaults.contains(&l)
             } else {
                 force

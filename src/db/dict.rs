@@ -147,6 +147,12 @@ impl<V> std::ops::DerefMut for EntryBox<V> {
     }
 }
 
+/// Bytes of a table entry before its key (the link, the value, the key
+/// length): the fixed part of every entry (DEBUG STRUCTSIZE).
+pub fn entry_header_size<V>() -> usize {
+    EntryBox::<V>::KEY_OFF
+}
+
 /// Hash table from byte strings to `V`.
 pub struct Dict<V> {
     buckets: Vec<Link<V>>,
@@ -221,6 +227,19 @@ impl<V> Dict<V> {
     /// Number of buckets (what Redis reports as the table size).
     pub fn slots(&self) -> usize {
         self.buckets.len()
+    }
+
+    /// How many entries each bucket chains (DEBUG HTSTATS).
+    pub fn chain_lengths(&self) -> impl Iterator<Item = usize> + '_ {
+        self.buckets.iter().map(|link| {
+            let mut n = 0;
+            let mut cur = link.as_ref();
+            while let Some(e) = cur {
+                n += 1;
+                cur = e.next.as_ref();
+            }
+            n
+        })
     }
 
     #[inline]

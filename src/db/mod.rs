@@ -238,6 +238,11 @@ impl Db {
         self.expires.len()
     }
 
+    /// The keys' and the expiry times' tables (DEBUG HTSTATS).
+    pub fn tables(&self) -> (&Dict<Entry>, &Dict<i64>) {
+        (&self.keys, &self.expires)
+    }
+
     /// Deletes `key` if its time has come; true when it did.
     fn expire_if_needed(&mut self, key: &[u8]) -> bool {
         if self.expires.is_empty() || loading() {

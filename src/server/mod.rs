@@ -86,6 +86,8 @@ pub struct Server {
     pub acl: crate::acl::Acl,
     /// Client memory and `maxmemory-clients` (see `client_mem`).
     pub client_mem: client_mem::Tracked,
+    /// What DEBUG's knobs set (CHANGE-REPL-ID, QUICKLIST-PACKED-THRESHOLD, ...).
+    pub debug: crate::cmd::server::debug_flags::Knobs,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -183,6 +185,7 @@ impl Server {
             evict: Default::default(),
             acl,
             client_mem: Default::default(),
+            debug: Default::default(),
         }
     }
 

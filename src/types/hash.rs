@@ -150,6 +150,11 @@ impl Hash {
         (self.word == TABLE).then(|| unsafe { &*(ptr.as_ptr() as *const Table) })
     }
 
+    /// Entries per bucket of the dict, when dict-encoded (DEBUG HTSTATS-KEY).
+    pub fn chain_lengths(&self) -> Option<Vec<usize>> {
+        self.table().map(|t| t.chain_lengths().collect())
+    }
+
     #[inline]
     fn table_mut(&mut self) -> Option<&mut Table> {
         let ptr = self.ptr;

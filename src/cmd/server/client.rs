@@ -322,7 +322,11 @@ pub fn describe(c: &Client, current: bool, argv_mem: usize) -> String {
 }
 
 /// Calls `f` on every connected client (the current one included), in id order.
-fn each_client(srv: &Server, current: &mut Client, mut f: impl FnMut(&mut Client, bool)) {
+pub(crate) fn each_client(
+    srv: &Server,
+    current: &mut Client,
+    mut f: impl FnMut(&mut Client, bool),
+) {
     let mut ids: Vec<ClientId> = srv.clients.keys().copied().collect();
     ids.sort_unstable();
     for id in ids {

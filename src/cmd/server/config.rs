@@ -272,6 +272,15 @@ fn resetstat(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
     Ok(())
 }
 
+/// The ACL users as config file `user` lines (what CONFIG REWRITE writes).
+pub(super) fn acl_user_lines(srv: &crate::server::Server) -> Vec<String> {
+    srv.acl
+        .all()
+        .into_iter()
+        .map(|u| String::from_utf8_lossy(&crate::cmd::acl::user_line(u)).into_owned())
+        .collect()
+}
+
 /// ```text
 /// CONFIG REWRITE
 /// ```
@@ -280,13 +289,7 @@ fn rewrite(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
     let Some(path) = ctx.srv.config.config_file.clone() else {
         return Err(Error::msg("The server is running without a config file"));
     };
-    let users: Vec<String> = ctx
-        .srv
-        .acl
-        .all()
-        .into_iter()
-        .map(|u| String::from_utf8_lossy(&crate::cmd::acl::user_line(u)).into_owned())
-        .collect();
+    let users = acl_user_lines(ctx.srv);
     match crate::config::rewrite::rewrite_with_users(&ctx.srv.config, &path, Some(&users)) {
         Ok(()) => {
             crate::log::notice("CONFIG REWRITE executed with success.");

@@ -1,6 +1,6 @@
 //! DEBUG subcommands the test suites lean on: DIGEST, DIGEST-VALUE (Redis's
 //! SHA1 dataset digest, byte for byte), PROTOCOL (one reply of each RESP
-//! type), SET-ACTIVE-EXPIRE and SET-DISABLE-DENY-SCRIPTS.
+//! type), SET-ACTIVE-EXPIRE, SET-DISABLE-DENY-SCRIPTS, LOADAOF and PAUSE-CRON.
 
 use sha1::{Digest, Sha1};
 
@@ -41,9 +41,6 @@ pub fn run(ctx: &mut Ctx, sub: &[u8], args: &Args) -> Option<CmdResult> {
     } else if is("pause-cron") && args.len() == 3 {
         ctx.srv.cron_paused = atoi(args.at(2)) != 0;
         ctx.out().ok();
-    } else if is("replybuffer") && args.len() == 4 && args.at(2).eq_ignore_ascii_case(b"resizing") {
-        ctx.srv.reply_buffer_resizing = atoi(args.at(3)) != 0;
-        ctx.out().ok();
     } else {
         return None;
     }
@@ -65,6 +62,18 @@ pub(super) fn atoi(b: &[u8]) -> i64 {
         -n
     } else {
         n
+    }
+}
+
+/// Redis's object type number of a value (OBJ_STRING 0 ... OBJ_STREAM 6).
+pub(super) fn redis_type(v: &Value) -> u32 {
+    match v {
+        Value::Str(_) => 0,
+        Value::List(_) => 1,
+        Value::Set(_) => 2,
+        Value::ZSet(_) => 3,
+        Value::Hash(_) => 4,
+        Value::Stream(_) => 6,
     }
 }
 
@@ -119,16 +128,7 @@ fn value_digest(db: &Db, key: &[u8], d: &mut [u8; 20]) {
     let Some(v) = db.peek(key) else {
         return;
     };
-    // Redis's object type numbers (OBJ_STRING ... OBJ_HASH).
-    let type_no: u32 = match v {
-        Value::Str(_) => 0,
-        Value::List(_) => 1,
-        Value::Set(_) => 2,
-        Value::ZSet(_) => 3,
-        Value::Hash(_) => 4,
-        Value::Stream(_) => 6,
-    };
-    mix_digest(d, &type_no.to_be_bytes());
+    mix_digest(d, &redis_type(v).to_be_bytes());
     match v {
         Value::Str(s) => mix_digest(d, &s.as_bytes()),
         Value::List(l) => l.iter().for_each(|e| mix_digest(d, e)),

@@ -389,7 +389,11 @@ fn replication(srv: &Server, out: &mut String) {
     line!(out, "role:master");
     line!(out, "connected_slaves:0");
     line!(out, "master_failover_state:no-failover");
-    line!(out, "master_replid:{}", srv.run_id);
+    line!(
+        out,
+        "master_replid:{}",
+        srv.debug.replid.as_deref().unwrap_or(&srv.run_id)
+    );
     line!(
         out,
         "master_replid2:0000000000000000000000000000000000000000"

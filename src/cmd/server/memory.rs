@@ -160,7 +160,7 @@ fn help(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
 }
 
 /// Bytes of an sds string holding `len` bytes (header, bytes, NUL), allocated.
-fn sds_size(len: usize) -> usize {
+pub(super) fn sds_size(len: usize) -> usize {
     let header = match len {
         0..=31 => 1,
         32..=255 => 3,

@@ -34,6 +34,15 @@ pub struct ZSet {
     dict: Option<Dict>,
 }
 
+impl ZSet {
+    /// Slots of the member index and how many hold a member, when the set
+    /// has one (skiplist encoding; DEBUG HTSTATS-KEY). An open-addressing
+    /// table: each member has a slot of its own.
+    pub fn dict_slots(&self) -> Option<(usize, usize)> {
+        self.dict.as_ref().map(|d| (d.capacity(), d.len()))
+    }
+}
+
 // SAFETY: a ZSet owns all of its member blocks; nothing is shared.
 unsafe impl Send for ZSet {}
 
