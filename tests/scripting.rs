@@ -594,3 +594,44 @@ fn transactions_meeting_a_busy_script_abort_whole() {
         assert_eq!(r2.read(), Value::Bulk(b"asdf".to_vec()), "{case}");
     }
 }
+
+/// A command a script calls that the gate refuses (here for memory) counts
+/// as that command's rejected call in INFO commandstats, as on Redis (its
+/// scriptCall's `incrCommandStatsOnError`). (EVAL's own failed_calls for
+/// this case differs: compat/KNOWN_DIFFS.md, scripts' error accounting.)
+#[test]
+fn a_command_refused_inside_a_script_counts_as_rejected() {
+    let steps = |c: &mut redis::Connection| {
+        let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query(c).unwrap();
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("maxmemory")
+            .arg("1")
+            .query(c)
+            .unwrap();
+        let err = redis::cmd("EVAL")
+            .arg("return redis.call('set','x','y')")
+            .arg(1)
+            .arg("x")
+            .query::<redis::Value>(c)
+            .unwrap_err();
+        let info: String = redis::cmd("INFO").arg("commandstats").query(c).unwrap();
+        let set = info
+            .lines()
+            .find(|l| l.starts_with("cmdstat_set:"))
+            .unwrap_or("")
+            .to_string();
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("maxmemory")
+            .arg("0")
+            .query(c)
+            .unwrap();
+        (err.code().map(str::to_string), set)
+    };
+    let redis = common::real_redis::RedisServer::start();
+    let theirs = steps(&mut redis.conn());
+    let ours = steps(&mut common::conn(&common::start()));
+    assert_eq!(ours, theirs);
+    assert!(theirs.1.contains("rejected_calls=1"), "{theirs:?}");
+}

@@ -168,7 +168,14 @@ unsafe fn execute(l: State) -> bool {
                 // whole passed its caller's gate); were it to, run the command:
                 // a script cannot wait, and a panic here would cross Lua's frames.
                 Verdict::Run(cmd) | Verdict::Queue(cmd) => Ok(cmd),
-                Verdict::Reject(_, r) => Err(Cow::Owned(format!("-{}", r.error().text()))),
+                Verdict::Reject(cmd, r) => {
+                    // Counted as the command's rejected call, as Redis's
+                    // scriptCall does (`incrCommandStatsOnError`).
+                    if let Some(cmd) = cmd {
+                        (*run.srv).stats.cmd(cmd.id).rejected += 1;
+                    }
+                    Err(Cow::Owned(format!("-{}", r.error().text())))
+                }
                 Verdict::Postpone => Err(Cow::Owned(format!(
                     "-{}",
                     crate::error::Error::msg("command postponed inside a script").text()
