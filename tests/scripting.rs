@@ -635,3 +635,93 @@ fn a_command_refused_inside_a_script_counts_as_rejected() {
     assert_eq!(ours, theirs);
     assert!(theirs.1.contains("rejected_calls=1"), "{theirs:?}");
 }
+
+/// Errors inside scripts are counted as Redis 7.0 counts them: once, when
+/// the command the script called fails (a raised or returned `redis.call`
+/// error is not counted again); EVAL fails whenever its reply is an error,
+/// and not when the script swallowed one (`pcall`). INFO errorstats,
+/// total_error_replies and the calls/failed counters of EVAL and INCR after
+/// each script, against redis-server 7.0.15; also a blocked BLPOP ended by
+/// CLIENT UNBLOCK ... ERROR (both count as failed on Redis).
+#[test]
+fn script_errors_are_counted_as_redis_counts_them() {
+    let scripts = [
+        "return redis.call('incr','s')",
+        "local t = redis.pcall('incr','s') return 1",
+        "return redis.pcall('incr','s')",
+        "error('boom')",
+        "return redis.error_reply('MY err')",
+        "return redis.call('nosuchcommand')",
+        "local t = redis.pcall('nosuchcommand') return 1",
+        "return {1, redis.pcall('incr','s')}",
+    ];
+    let counters = |c: &mut redis::Connection| {
+        let mut out = Vec::new();
+        for section in ["errorstats", "stats", "commandstats"] {
+            let info: String = redis::cmd("INFO").arg(section).query(c).unwrap();
+            for l in info.lines() {
+                if l.starts_with("errorstat_") || l.starts_with("total_error_replies") {
+                    out.push(l.to_string());
+                }
+                if l.starts_with("cmdstat_")
+                    && !l.starts_with("cmdstat_info")
+                    && !l.starts_with("cmdstat_config")
+                {
+                    let fields: Vec<&str> = l.split(',').filter(|f| f.contains("calls")).collect();
+                    out.push(fields.join(","));
+                }
+            }
+        }
+        out.sort();
+        out
+    };
+    let steps = |addr: &str| {
+        let client = redis::Client::open(format!("redis://{addr}")).unwrap();
+        let mut c = client.get_connection().unwrap();
+        let _: () = redis::cmd("SET").arg("s").arg("abc").query(&mut c).unwrap();
+        let mut out = Vec::new();
+        for s in scripts {
+            let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query(&mut c).unwrap();
+            let _ = redis::cmd("EVAL")
+                .arg(s)
+                .arg(0)
+                .query::<redis::Value>(&mut c);
+            out.push((s, counters(&mut c)));
+        }
+        // BLPOP ended by CLIENT UNBLOCK ... ERROR. (The client connects
+        // before the reset: its handshake's CLIENT SETINFO, a 7.2 command,
+        // fails on Redis 7.0.)
+        let mut blocked = client.get_connection().unwrap();
+        let id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut blocked).unwrap();
+        let _: () = redis::cmd("CONFIG").arg("RESETSTAT").query(&mut c).unwrap();
+        let waiter = std::thread::spawn(move || {
+            redis::cmd("BLPOP")
+                .arg("nolist")
+                .arg(0)
+                .query::<redis::Value>(&mut blocked)
+                .is_err()
+        });
+        let mut unblocked = 0;
+        for _ in 0..500 {
+            unblocked = redis::cmd("CLIENT")
+                .arg("UNBLOCK")
+                .arg(id)
+                .arg("ERROR")
+                .query(&mut c)
+                .unwrap();
+            if unblocked == 1 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(unblocked, 1);
+        assert!(waiter.join().unwrap());
+        out.push(("BLPOP unblocked", counters(&mut c)));
+        out
+    };
+    let redis = common::real_redis::RedisServer::start();
+    let theirs = steps(&redis.addr());
+    let h = common::start();
+    let ours = steps(&h.addr().to_string());
+    assert_eq!(ours, theirs);
+}

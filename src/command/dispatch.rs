@@ -149,6 +149,7 @@ pub fn call(
         .prop
         .enter(srv.ks.dirty, cmd.spec.has(flags::TOUCHES_ARBITRARY_KEYS));
     let mut cursor = Args::new_at(args, if cmd.spec.name.contains('|') { 2 } else { 1 });
+    srv.stats.mark_errors();
     let result = {
         let mut ctx = Ctx {
             srv,
@@ -177,6 +178,10 @@ pub fn call(
     if let Err(e) = result {
         client.reply.error_line(&e.text());
         srv.stats.error(e.code());
+    }
+    // Failed: it replied an error, counted during the call after the last
+    // command a script of it called (Redis's call()).
+    if srv.stats.failed_since_mark() {
         srv.stats.cmd(cmd.id).failed += 1;
     }
     let elapsed_us = (crate::clock::real_now_us() - started).max(0) as u64;

@@ -56,9 +56,7 @@ unsafe fn push_at(l: State, buf: &[u8], pos: &mut usize) {
             v.extend_from_slice(head);
             push_error(l, &v);
             drop(v);
-            push_str(l, "ignore_error_stats_update");
-            ffi::lua_pushboolean(l, 1);
-            ffi::lua_rawset(l, -3);
+            flag_counted(l);
         }
         b':' => ffi::lua_pushnumber(l, int(head) as f64),
         b'$' | b'=' | b'!' => {
@@ -172,8 +170,13 @@ fn no_crlf(b: &[u8]) -> Vec<u8> {
 /// Writes the Lua value on top of the stack (left there) as a reply for a
 /// caller speaking `out.resp`; `script_resp` is the script's `redis.setresp`.
 /// The codes of the error replies written (nested ones too) are added to
-/// `errors`, for INFO errorstats.
-pub unsafe fn reply_from_lua(l: State, out: &mut Reply, script_resp: u8, errors: &mut Vec<String>) {
+/// `errors`, for INFO errorstats (None for one counted already).
+pub unsafe fn reply_from_lua(
+    l: State,
+    out: &mut Reply,
+    script_resp: u8,
+    errors: &mut Vec<Option<String>>,
+) {
     if ffi::lua_checkstack(l, 4) == 0 {
         out.error_line(&crate::error::Error::msg("reached lua stack limit").text());
         return;
@@ -198,15 +201,40 @@ pub unsafe fn reply_from_lua(l: State, out: &mut Reply, script_resp: u8, errors:
     }
 }
 
-unsafe fn table_reply(l: State, out: &mut Reply, script_resp: u8, errors: &mut Vec<String>) {
+/// Marks the error table on top of the stack as counted already (Redis's
+/// `ignore_error_stats_update` field): passed on as the script's reply, it
+/// is not counted again.
+pub unsafe fn flag_counted(l: State) {
+    push_str(l, "ignore_error_stats_update");
+    ffi::lua_pushboolean(l, 1);
+    ffi::lua_rawset(l, -3);
+}
+
+/// The error table at `t` carries `ignore_error_stats_update` (its error
+/// was counted when the command the script called failed).
+unsafe fn already_counted(l: State, t: c_int) -> bool {
+    lua::get_field(l, t, "ignore_error_stats_update");
+    let counted = ffi::lua_toboolean(l, -1) != 0;
+    ffi::lua_pop(l, 1);
+    counted
+}
+
+unsafe fn table_reply(
+    l: State,
+    out: &mut Reply,
+    script_resp: u8,
+    errors: &mut Vec<Option<String>>,
+) {
     let t = ffi::lua_gettop(l);
     if lua::get_field(l, t, "err") == ffi::LUA_TSTRING {
         let e = to_bytes(l, -1).unwrap_or_default();
         let msg = String::from_utf8_lossy(e);
         out.error_line(&msg);
-        // Counted under its first word, verbatim ("ERR" when empty).
+        // Counted under its first word, verbatim ("ERR" when empty),
+        // unless it was counted when the command the script called failed.
         let code = msg.split(' ').next().filter(|c| !c.is_empty());
-        errors.push(code.unwrap_or("ERR").to_string());
+        let counted = already_counted(l, t);
+        errors.push((!counted).then(|| code.unwrap_or("ERR").to_string()));
         ffi::lua_pop(l, 1);
         return;
     }
@@ -322,8 +350,10 @@ unsafe fn table_reply(l: State, out: &mut Reply, script_resp: u8, errors: &mut V
 /// Writes the error a failed script left on top of the stack, as Redis's
 /// `luaCallFunction` does: `<err> script: <name>, on <source>:<line>.`
 pub unsafe fn reply_error(l: State, out: &mut Reply, name: &str, srv: &mut Server) {
+    let mut counted = false;
     let text = if ffi::lua_type(l, -1) == ffi::LUA_TTABLE {
         let t = ffi::lua_gettop(l);
+        counted = already_counted(l, t);
         lua::get_field(l, t, "err");
         let err = to_bytes(l, -1).map(|b| String::from_utf8_lossy(b).into_owned());
         lua::get_field(l, t, "source");
@@ -346,7 +376,11 @@ pub unsafe fn reply_error(l: State, out: &mut Reply, name: &str, srv: &mut Serve
             crate::error::Error::msg(format!("Error running script {name}, {msg}")).text()
         )
     };
-    let code = text.split(' ').next().unwrap_or("ERR").to_string();
-    srv.stats.error(code);
+    if counted {
+        srv.stats.uncounted_error = true;
+    } else {
+        let code = text.split(' ').next().unwrap_or("ERR").to_string();
+        srv.stats.error(code);
+    }
     out.error_line(&text);
 }

@@ -435,7 +435,10 @@ pub fn run(srv: &mut Server, caller: &mut Client, call: Call<'_>) {
             let mut errors = Vec::new();
             convert::reply_from_lua(l, &mut caller.reply, ctx.resp, &mut errors);
             for code in errors {
-                srv.stats.error(code);
+                match code {
+                    Some(code) => srv.stats.error(code),
+                    None => srv.stats.uncounted_error = true,
+                }
             }
         } else {
             convert::reply_error(l, &mut caller.reply, &ctx.name, srv);

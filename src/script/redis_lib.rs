@@ -152,8 +152,10 @@ unsafe fn execute(l: State) -> bool {
     let (mut buf, mut ranges) = SCRATCH.with(|c| c.take());
     buf.clear();
     ranges.clear();
+    // Err: the error text, and whether it was counted already (a command
+    // the gate refused: Redis's scriptCall counts it there).
     let checked = read_args(l, &mut buf, &mut ranges)
-        .map_err(Cow::Borrowed)
+        .map_err(|e| (Cow::Borrowed(e), false))
         .and_then(|()| {
             let args = Args::new(&buf, &ranges);
             #[cfg(test)]
@@ -169,24 +171,36 @@ unsafe fn execute(l: State) -> bool {
                 // a script cannot wait, and a panic here would cross Lua's frames.
                 Verdict::Run(cmd) | Verdict::Queue(cmd) => Ok(cmd),
                 Verdict::Reject(cmd, r) => {
-                    // Counted as the command's rejected call, as Redis's
-                    // scriptCall does (`incrCommandStatsOnError`).
+                    // Counted now, in errorstats and as the command's
+                    // rejected call, as Redis's scriptCall does; the
+                    // script's own command does not fail for it unless
+                    // the script passes the error on.
+                    let e = r.error();
+                    let stats = &mut (*run.srv).stats;
+                    stats.error(e.code());
                     if let Some(cmd) = cmd {
-                        (*run.srv).stats.cmd(cmd.id).rejected += 1;
+                        stats.cmd(cmd.id).rejected += 1;
                     }
-                    Err(Cow::Owned(format!("-{}", r.error().text())))
+                    stats.mark_errors();
+                    Err((Cow::Owned(format!("-{}", e.text())), true))
                 }
-                Verdict::Postpone => Err(Cow::Owned(format!(
-                    "-{}",
-                    crate::error::Error::msg("command postponed inside a script").text()
-                ))),
+                Verdict::Postpone => Err((
+                    Cow::Owned(format!(
+                        "-{}",
+                        crate::error::Error::msg("command postponed inside a script").text()
+                    )),
+                    false,
+                )),
             }
         });
     let cmd = match checked {
         Ok(c) => c,
-        Err(msg) => {
+        Err((msg, counted)) => {
             SCRATCH.with(|c| c.set((buf, ranges)));
             push_error(l, msg.as_bytes());
+            if counted {
+                super::convert::flag_counted(l);
+            }
             return true;
         }
     };

@@ -31,6 +31,13 @@ pub struct Stats {
     /// Error code (first word) → count.
     pub errors: HashMap<String, u64>,
     pub total_error_replies: u64,
+    /// `total_error_replies` when the running command began, or when a
+    /// command a script called settled its own error (Redis's
+    /// `incrCommandStatsOnError` keeps it as `prev_err_count`).
+    pub errors_mark: u64,
+    /// The running command replied an error already counted elsewhere (a
+    /// script passing on its `redis.call`'s error): it failed all the same.
+    pub uncounted_error: bool,
     /// Ops-per-second samples for `instantaneous_ops_per_sec`.
     pub ops_samples: [u64; 16],
     pub ops_sample_idx: usize,
@@ -49,6 +56,21 @@ impl Stats {
     /// CONFIG RESETSTAT: counters, command stats and error stats start from zero.
     pub fn reset(&mut self) {
         *self = Stats::default();
+    }
+
+    /// Errors counted from here on are the next command's (or script
+    /// call's) own.
+    pub fn mark_errors(&mut self) {
+        self.errors_mark = self.total_error_replies;
+    }
+
+    /// The command since `mark_errors` failed: an error reply was counted,
+    /// or one was sent uncounted. Marks again.
+    pub fn failed_since_mark(&mut self) -> bool {
+        let failed = self.total_error_replies > self.errors_mark
+            || std::mem::take(&mut self.uncounted_error);
+        self.errors_mark = self.total_error_replies;
+        failed
     }
 
     pub fn error(&mut self, code: String) {

@@ -608,10 +608,17 @@ fn unblock(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             if let Ok(mut c) = cell.state.try_borrow_mut() {
                 if c.blocked.is_some() {
                     if error {
-                        crate::server::blocking::unregister(ctx.srv, &mut c);
+                        let b = crate::server::blocking::unregister(ctx.srv, &mut c);
                         c.reply
                             .error_line("UNBLOCKED client unblocked via CLIENT UNBLOCK");
                         ctx.srv.stats.error("UNBLOCKED".into());
+                        // The blocked command failed (Redis's
+                        // updateStatsOnUnblock); CLIENT UNBLOCK itself
+                        // counts as failed too, as on Redis, for the error
+                        // counted during its call.
+                        if let Some(b) = b {
+                            ctx.srv.stats.cmd(b.id).failed += 1;
+                        }
                     } else {
                         crate::server::blocking::time_out(ctx.srv, &mut c);
                     }
