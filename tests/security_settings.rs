@@ -12,7 +12,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::real_redis::{binary, free_port, temp_dir};
+use common::real_redis::{binary, free_port, non_loopback_ip, temp_dir};
 
 const BIN: &str = env!("CARGO_BIN_EXE_oxidis-server");
 
@@ -295,14 +295,6 @@ fn read_reply(s: &mut TcpStream) -> Option<String> {
         _ => {}
     }
     Some(text)
-}
-
-/// A local address other than loopback (the one routing would use), if the machine has one.
-fn non_loopback_ip() -> Option<IpAddr> {
-    let s = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
-    s.connect("192.0.2.1:9").ok()?;
-    let ip = s.local_addr().ok()?.ip();
-    (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
 }
 
 /// (source, destination) pairs to connect from: 127.0.0.1, 127.0.0.2 (a

@@ -13,7 +13,7 @@ use std::time::Duration;
 const BIN: &str = env!("CARGO_BIN_EXE_oxidis-server");
 
 mod common;
-use common::real_redis::free_port;
+use common::real_redis::{free_port, non_loopback_ip};
 
 fn tmpdir(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("oxidis-proc-{tag}-{}", std::process::id()));
@@ -463,14 +463,6 @@ fn daemonize_detaches_and_writes_pidfile() {
         std::thread::sleep(Duration::from_millis(10));
     }
     assert!(!pid.exists());
-}
-
-/// A local address other than loopback (the one routing would use), if the machine has one.
-fn non_loopback_ip() -> Option<std::net::IpAddr> {
-    let s = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
-    s.connect("192.0.2.1:9").ok()?;
-    let ip = s.local_addr().ok()?.ip();
-    (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
 }
 
 #[test]

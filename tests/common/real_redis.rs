@@ -28,6 +28,15 @@ pub fn temp_dir(tag: &str) -> PathBuf {
     d
 }
 
+/// A local address other than loopback (the one routing would use), if the
+/// machine has one (protected-mode tests connect from it).
+pub fn non_loopback_ip() -> Option<std::net::IpAddr> {
+    let s = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    s.connect("192.0.2.1:9").ok()?;
+    let ip = s.local_addr().ok()?.ip();
+    (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
+}
+
 /// A loopback port that was free a moment ago, below the kernel's
 /// ephemeral range (32768-60999 by default). A port from that range (what
 /// binding port 0 gives) can be taken by any outgoing connection on the
