@@ -186,7 +186,11 @@ fn clients(srv: &Server, current_blocked: bool, out: &mut String) {
         }
     }
     out.push_str("# Clients\r\n");
-    line!(out, "connected_clients:{}", srv.clients.len());
+    line!(
+        out,
+        "connected_clients:{}",
+        srv.clients.len() - srv.repl.replicas.len()
+    );
     line!(out, "cluster_connections:0");
     line!(out, "maxclients:{}", srv.config.maxclients);
     let (max_in, max_out) = srv.client_mem.recent_max();
@@ -386,28 +390,7 @@ fn stats(srv: &Server, out: &mut String) {
 
 fn replication(srv: &Server, out: &mut String) {
     out.push_str("# Replication\r\n");
-    line!(out, "role:master");
-    line!(out, "connected_slaves:0");
-    line!(out, "master_failover_state:no-failover");
-    line!(
-        out,
-        "master_replid:{}",
-        srv.debug.replid.as_deref().unwrap_or(&srv.run_id)
-    );
-    line!(
-        out,
-        "master_replid2:0000000000000000000000000000000000000000"
-    );
-    line!(out, "master_repl_offset:0");
-    line!(out, "second_repl_offset:-1");
-    line!(out, "repl_backlog_active:0");
-    line!(
-        out,
-        "repl_backlog_size:{}",
-        srv.config.get_i64("repl-backlog-size")
-    );
-    line!(out, "repl_backlog_first_byte_offset:0");
-    line!(out, "repl_backlog_histlen:0");
+    crate::repl::info(srv, out);
 }
 
 /// User and system CPU seconds of this process (and of its main thread).
