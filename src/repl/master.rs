@@ -46,6 +46,8 @@ pub fn sync(
         initial_offset: 0,
         ack_offset: 0,
         ack_time: crate::clock::unix_now(),
+        since: crate::clock::unix_now(),
+        via_socket: false,
     };
     log::notice(&format!(
         "Replica {} asks for synchronization",
@@ -89,10 +91,13 @@ pub fn sync(
             .repl
             .replicas
             .iter()
-            .find(|r| matches!(r.state, ReplicaState::WaitBgsaveEnd { .. }))
+            .find(|r| matches!(r.state, ReplicaState::WaitBgsaveEnd { .. }) && !r.via_socket)
             .map(|r| (r.initial_offset, r.state_pending().to_vec()));
         match donor {
-            Some((offset, pending)) if srv.persist.child.is(crate::persist::child::Kind::Rdb) => {
+            Some((offset, pending))
+                if srv.persist.child.is(crate::persist::child::Kind::Rdb)
+                    && !srv.repl.socket_child =>
+            {
                 let replid = srv.repl.replid.clone();
                 if let Some(r) = srv.repl.replica_mut(client.id) {
                     r.state = ReplicaState::WaitBgsaveEnd { pending };
@@ -105,6 +110,9 @@ pub fn sync(
                 }
                 log::notice("Waiting for end of BGSAVE for SYNC");
             }
+            _ if srv.repl.socket_child => log::notice(
+                "Current BGSAVE has socket target. Waiting for next BGSAVE for SYNC",
+            ),
             _ if srv.persist.child.is(crate::persist::child::Kind::Rdb) => log::notice(
                 "Can't attach the replica to the current BGSAVE. Waiting for next BGSAVE for SYNC",
             ),
@@ -114,7 +122,14 @@ pub fn sync(
         }
         return Ok(());
     }
-    start_bgsave(srv, Some(client));
+    let diskless = srv.config.get("repl-diskless-sync") == Some("yes");
+    let eof = srv.repl.replica_mut(client.id).is_some_and(|r| r.announce.capa_eof);
+    if diskless && eof && srv.config.get_i64("repl-diskless-sync-delay") > 0 {
+        // The cron starts it, once more replicas had a chance to come.
+        log::notice("Delay next BGSAVE for diskless SYNC");
+    } else {
+        start_bgsave(srv, Some(client));
+    }
     Ok(())
 }
 
@@ -203,13 +218,11 @@ fn try_partial(
 }
 
 /// Forks the RDB child for the replicas waiting for one (Redis's
-/// `startBgsaveForReplication`, disk target). `current` is the running
-/// client, when it is one of them.
+/// `startBgsaveForReplication`): streamed through a pipe to their sockets
+/// (diskless) when `repl-diskless-sync` is on and all of them take an
+/// EOF-marked transfer, else written to the RDB file. `current` is the
+/// running client, when it is one of them.
 fn start_bgsave(srv: &mut Server, mut current: Option<&mut Client>) {
-    log::notice("Starting BGSAVE for SYNC with target: disk");
-    let started = crate::persist::snapshot::bgsave(srv).is_ok();
-    let offset = srv.prop.repl_offset;
-    let replid = srv.repl.replid.clone();
     let waiting: Vec<ClientId> = srv
         .repl
         .replicas
@@ -217,6 +230,22 @@ fn start_bgsave(srv: &mut Server, mut current: Option<&mut Client>) {
         .filter(|r| matches!(r.state, ReplicaState::WaitBgsaveStart))
         .map(|r| r.id)
         .collect();
+    let diskless = srv.config.get("repl-diskless-sync") == Some("yes")
+        && srv
+            .repl
+            .replicas
+            .iter()
+            .filter(|r| waiting.contains(&r.id))
+            .all(|r| r.announce.capa_eof);
+    let started = if diskless {
+        log::notice("Starting BGSAVE for SYNC with target: replicas sockets");
+        start_socket_transfer(srv, waiting.clone())
+    } else {
+        log::notice("Starting BGSAVE for SYNC with target: disk");
+        crate::persist::snapshot::bgsave(srv).is_ok()
+    };
+    let offset = srv.prop.repl_offset;
+    let replid = srv.repl.replid.clone();
     if !started {
         log::warning("BGSAVE for replication failed");
     }
@@ -227,6 +256,7 @@ fn start_bgsave(srv: &mut Server, mut current: Option<&mut Client>) {
                 pending: Vec::new(),
             };
             r.initial_offset = offset;
+            r.via_socket = diskless;
             (!r.pre_psync).then(|| format!("+FULLRESYNC {replid} {offset}\r\n"))
         } else {
             srv.repl.replicas.retain(|r| r.id != id);
@@ -245,6 +275,169 @@ fn start_bgsave(srv: &mut Server, mut current: Option<&mut Client>) {
     srv.prop.forget_selected();
 }
 
+/// Forks a child that writes `$EOF:<mark>\r\n`, the RDB and the mark into
+/// a pipe, and a task that copies what comes out to the `targets`
+/// (Redis's `rdbSaveToSlavesSockets`). False when pipe or fork failed.
+fn start_socket_transfer(srv: &mut Server, targets: Vec<ClientId>) -> bool {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let mut fds = [0i32; 2];
+    // SAFETY: `fds` is a valid array of two descriptors for pipe2 to fill.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return false;
+    }
+    // SAFETY: pipe2 succeeded: both descriptors are open and owned here.
+    let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let mark = super::random_id(&mut srv.rng).into_bytes();
+    let child_mark = mark.clone();
+    let wfd = fds[1];
+    let spawned = crate::persist::child::spawn_keeping(srv, crate::persist::child::Kind::Rdb, wfd, move |srv| {
+        use std::io::Write;
+        // SAFETY: the child owns its copy of the pipe's write end, kept
+        // open by spawn_keeping; nothing else in the child uses it.
+        let file = unsafe { std::fs::File::from_raw_fd(wfd) };
+        let mut out = std::io::BufWriter::with_capacity(64 << 10, file);
+        let written = (|| {
+            out.write_all(b"$EOF:")?;
+            out.write_all(&child_mark)?;
+            out.write_all(b"\r\n")?;
+            crate::persist::rdb::write_dataset(srv, &mut out)?;
+            out.write_all(&child_mark)?;
+            out.flush()
+        })();
+        written.map_err(|e| {
+            log::warning(&format!("Diskless replication transfer failed: {e}"));
+            crate::persist::Failed
+        })
+    });
+    drop(wr);
+    match spawned {
+        Ok(pid) => {
+            log::notice(&format!("Background RDB transfer started by pid {pid}"));
+            srv.repl.socket_child = true;
+            spawn_pipe_reader(srv, rd, targets, mark);
+            true
+        }
+        Err(e) => {
+            log::warning(&format!(
+                "Can't save in background: fork: {}",
+                crate::config::os_error(&e)
+            ));
+            false
+        }
+    }
+}
+
+/// Copies the diskless child's output to the replicas it was forked for;
+/// at its end (the child closed the pipe) they go online, or are dropped
+/// when the transfer did not end with the mark (the child failed).
+fn spawn_pipe_reader(srv: &Server, rd: std::os::fd::OwnedFd, targets: Vec<ClientId>, mark: Vec<u8>) {
+    use tokio::io::AsyncReadExt;
+    let Some(weak) = srv.self_ref.clone() else {
+        return;
+    };
+    tokio::task::spawn_local(async move {
+        let mut tail: Vec<u8> = Vec::with_capacity(2 * mark.len());
+        if let Ok(mut rx) = tokio::net::unix::pipe::Receiver::from_owned_fd(rd) {
+            let mut buf = vec![0u8; 64 << 10];
+            loop {
+                let n = match rx.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => n,
+                };
+                let chunk = &buf[..n];
+                tail.extend_from_slice(chunk);
+                if tail.len() > mark.len() {
+                    tail.drain(..tail.len() - mark.len());
+                }
+                let Some(srv) = weak.upgrade() else {
+                    return;
+                };
+                let s = srv.borrow();
+                for &id in &targets {
+                    push(&s, None, id, |c| c.reply.raw(chunk));
+                }
+            }
+        }
+        let Some(srv) = weak.upgrade() else {
+            return;
+        };
+        let mut s = srv.borrow_mut();
+        let ok = tail == mark;
+        for id in targets {
+            if ok {
+                put_online(&mut s, id);
+            } else if let Some(i) = s.repl.replicas.iter().position(|r| r.id == id) {
+                let r = s.repl.replicas.remove(i);
+                log::warning(&format!(
+                    "Diskless transfer to replica {} did not complete",
+                    r.name()
+                ));
+                kill(&s, id);
+            }
+        }
+    });
+}
+
+/// A replica has its RDB: the stream that waited for it follows, and from
+/// now on it gets the stream as it is produced.
+fn put_online(srv: &mut Server, id: ClientId) {
+    let Some(r) = srv.repl.replica_mut(id) else {
+        return;
+    };
+    let pending = match std::mem::replace(&mut r.state, ReplicaState::Online) {
+        ReplicaState::WaitBgsaveEnd { pending } => pending,
+        _ => Vec::new(),
+    };
+    r.ack_time = crate::clock::unix_now();
+    let name = r.name();
+    push(srv, None, id, |c| c.reply.raw(&pending));
+    log::notice(&format!("Synchronization with replica {name} succeeded"));
+}
+
+/// The diskless child ended (Redis's `backgroundSaveDoneHandlerSocket`):
+/// the pipe's reader puts its replicas online; replicas that came meanwhile
+/// start the next transfer.
+pub fn socket_child_done(srv: &mut Server, exit: crate::persist::child::Exit) {
+    srv.repl.socket_child = false;
+    match exit {
+        crate::persist::child::Exit::Ok => {
+            log::notice("Background RDB transfer terminated with success")
+        }
+        crate::persist::child::Exit::Killed(sig) => log::warning(&format!(
+            "Background transfer terminated by signal {sig}"
+        )),
+        crate::persist::child::Exit::Err(_) => log::warning("Background transfer error"),
+    }
+    start_pending(srv);
+}
+
+/// Starts a transfer for replicas waiting for one, once no child runs and
+/// (diskless) `repl-diskless-sync-delay` has passed since the last came or
+/// `repl-diskless-sync-max-replicas` are waiting (Redis's
+/// `replicationStartPendingFork`).
+fn start_pending(srv: &mut Server) {
+    if srv.persist.child.active() {
+        return;
+    }
+    let now = crate::clock::unix_now();
+    let waiting: Vec<&Replica> = srv
+        .repl
+        .replicas
+        .iter()
+        .filter(|r| matches!(r.state, ReplicaState::WaitBgsaveStart))
+        .collect();
+    if waiting.is_empty() {
+        return;
+    }
+    let diskless = srv.config.get("repl-diskless-sync") == Some("yes");
+    let delay = srv.config.get_i64("repl-diskless-sync-delay");
+    let max = srv.config.get_i64("repl-diskless-sync-max-replicas");
+    let idle = waiting.iter().map(|r| now - r.since).max().unwrap_or(0);
+    if !diskless || (max > 0 && waiting.len() as i64 >= max) || idle >= delay {
+        start_bgsave(srv, None);
+    }
+}
+
 /// The RDB child ended (Redis's `updateSlavesWaitingBgsave`, disk
 /// target): replicas waiting for it get the file and go online, or are
 /// dropped when it failed; replicas that could not use it start the next.
@@ -256,7 +449,7 @@ pub fn rdb_done(srv: &mut Server, ok: bool) {
         .repl
         .replicas
         .iter()
-        .filter(|r| matches!(r.state, ReplicaState::WaitBgsaveEnd { .. }))
+        .filter(|r| matches!(r.state, ReplicaState::WaitBgsaveEnd { .. }) && !r.via_socket)
         .map(|r| r.id)
         .collect();
     let rdb = if ok && !ended.is_empty() {
@@ -278,19 +471,11 @@ pub fn rdb_done(srv: &mut Server, ok: bool) {
         };
         match &rdb {
             Some(data) => {
-                let r = &mut srv.repl.replicas[i];
-                let pending = match std::mem::replace(&mut r.state, ReplicaState::Online) {
-                    ReplicaState::WaitBgsaveEnd { pending } => pending,
-                    _ => Vec::new(),
-                };
-                r.ack_time = crate::clock::unix_now();
-                let name = r.name();
                 push(srv, None, id, |c| {
                     c.reply.raw(format!("${}\r\n", data.len()).as_bytes());
                     c.reply.raw(data);
-                    c.reply.raw(&pending);
                 });
-                log::notice(&format!("Synchronization with replica {name} succeeded"));
+                put_online(srv, id);
             }
             None => {
                 let r = srv.repl.replicas.remove(i);
@@ -299,15 +484,7 @@ pub fn rdb_done(srv: &mut Server, ok: bool) {
             }
         }
     }
-    if srv
-        .repl
-        .replicas
-        .iter()
-        .any(|r| matches!(r.state, ReplicaState::WaitBgsaveStart))
-        && !srv.persist.child.active()
-    {
-        start_bgsave(srv, None);
-    }
+    start_pending(srv);
 }
 
 /// Hands the stream produced since the last call to the replicas: online
@@ -421,15 +598,7 @@ pub fn cron(srv: &mut Server) {
         for id in dropped {
             kill(srv, id);
         }
-        if !srv.persist.child.active()
-            && srv
-                .repl
-                .replicas
-                .iter()
-                .any(|r| matches!(r.state, ReplicaState::WaitBgsaveStart))
-        {
-            start_bgsave(srv, None);
-        }
+        start_pending(srv);
     } else if srv.prop.backlog.is_some() {
         let ttl = srv.config.get_i64("repl-backlog-ttl");
         if ttl > 0 && now - srv.repl.no_replicas_since > ttl {

@@ -52,6 +52,10 @@ pub struct Replica {
     pub ack_offset: i64,
     /// Unix seconds of its last ACK (or of going online).
     pub ack_time: i64,
+    /// Unix seconds since it waits for a transfer (diskless sync delay).
+    pub since: i64,
+    /// Its RDB comes through the diskless child's pipe, not the file.
+    pub via_socket: bool,
 }
 
 impl Replica {
@@ -90,6 +94,8 @@ pub struct Repl {
     pub replicas: Vec<Replica>,
     /// REPLCONF settings of clients that are not (yet) replicas.
     pub announced: Vec<(ClientId, Announce)>,
+    /// The running RDB child streams to replicas (diskless), not to the file.
+    pub socket_child: bool,
     /// Clients blocked in WAIT.
     pub waiting: Vec<wait::Waiter>,
     /// Unix seconds since when no replica is attached (backlog TTL).
@@ -115,6 +121,7 @@ impl Repl {
             replicas: Vec::new(),
             announced: Vec::new(),
             waiting: Vec::new(),
+            socket_child: false,
             no_replicas_since: crate::clock::unix_now(),
             sync_full: 0,
             sync_partial_ok: 0,
