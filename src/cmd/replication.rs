@@ -96,13 +96,13 @@ fn replconf(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
                 return Ok(());
             }
             b"getack" => return Ok(()),
-            b"rdb-only" => {
-                match crate::types::number::parse_i64(val) {
-                    Some(0 | 1) => {}
-                    Some(_) => return Err(Error::msg("value is out of range, must be between 0 and 1")),
-                    None => return Err(Error::NotInteger),
+            b"rdb-only" => match crate::types::number::parse_i64(val) {
+                Some(0 | 1) => {}
+                Some(_) => {
+                    return Err(Error::msg("value is out of range, must be between 0 and 1"))
                 }
-            }
+                None => return Err(Error::NotInteger),
+            },
             b"rdb-filter-only" => {
                 let words = crate::resp::inline::split(val)
                     .ok_or_else(|| Error::msg("Missing rdb-filter-only values"))?;

@@ -207,7 +207,11 @@ fn in_child<F: FnOnce() -> Result<(), Failed>>(
 /// reactor) except those in `keep` (the info pipe, a replication pipe; -1:
 /// none): close_range(2) where the kernel has it, else one by one.
 unsafe fn close_inherited_fds(keep: &[i32]) {
-    let mut kept: Vec<u32> = keep.iter().filter(|&&fd| fd >= 3).map(|&fd| fd as u32).collect();
+    let mut kept: Vec<u32> = keep
+        .iter()
+        .filter(|&&fd| fd >= 3)
+        .map(|&fd| fd as u32)
+        .collect();
     kept.sort_unstable();
     let mut ranges = Vec::with_capacity(kept.len() + 1);
     let mut lo = 3u32;

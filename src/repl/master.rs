@@ -10,8 +10,8 @@
 
 use super::backlog::Backlog;
 use super::{Replica, ReplicaState};
-use crate::log;
 use crate::db::ClientId;
+use crate::log;
 use crate::server::client::Client;
 use crate::server::Server;
 
@@ -123,7 +123,10 @@ pub fn sync(
         return Ok(());
     }
     let diskless = srv.config.get("repl-diskless-sync") == Some("yes");
-    let eof = srv.repl.replica_mut(client.id).is_some_and(|r| r.announce.capa_eof);
+    let eof = srv
+        .repl
+        .replica_mut(client.id)
+        .is_some_and(|r| r.announce.capa_eof);
     if diskless && eof && srv.config.get_i64("repl-diskless-sync-delay") > 0 {
         // The cron starts it, once more replicas had a chance to come.
         log::notice("Delay next BGSAVE for diskless SYNC");
@@ -290,25 +293,30 @@ fn start_socket_transfer(srv: &mut Server, targets: Vec<ClientId>) -> bool {
     let mark = super::random_id(&mut srv.rng).into_bytes();
     let child_mark = mark.clone();
     let wfd = fds[1];
-    let spawned = crate::persist::child::spawn_keeping(srv, crate::persist::child::Kind::Rdb, wfd, move |srv| {
-        use std::io::Write;
-        // SAFETY: the child owns its copy of the pipe's write end, kept
-        // open by spawn_keeping; nothing else in the child uses it.
-        let file = unsafe { std::fs::File::from_raw_fd(wfd) };
-        let mut out = std::io::BufWriter::with_capacity(64 << 10, file);
-        let written = (|| {
-            out.write_all(b"$EOF:")?;
-            out.write_all(&child_mark)?;
-            out.write_all(b"\r\n")?;
-            crate::persist::rdb::write_dataset(srv, &mut out)?;
-            out.write_all(&child_mark)?;
-            out.flush()
-        })();
-        written.map_err(|e| {
-            log::warning(&format!("Diskless replication transfer failed: {e}"));
-            crate::persist::Failed
-        })
-    });
+    let spawned = crate::persist::child::spawn_keeping(
+        srv,
+        crate::persist::child::Kind::Rdb,
+        wfd,
+        move |srv| {
+            use std::io::Write;
+            // SAFETY: the child owns its copy of the pipe's write end, kept
+            // open by spawn_keeping; nothing else in the child uses it.
+            let file = unsafe { std::fs::File::from_raw_fd(wfd) };
+            let mut out = std::io::BufWriter::with_capacity(64 << 10, file);
+            let written = (|| {
+                out.write_all(b"$EOF:")?;
+                out.write_all(&child_mark)?;
+                out.write_all(b"\r\n")?;
+                crate::persist::rdb::write_dataset(srv, &mut out)?;
+                out.write_all(&child_mark)?;
+                out.flush()
+            })();
+            written.map_err(|e| {
+                log::warning(&format!("Diskless replication transfer failed: {e}"));
+                crate::persist::Failed
+            })
+        },
+    );
     drop(wr);
     match spawned {
         Ok(pid) => {
@@ -330,7 +338,12 @@ fn start_socket_transfer(srv: &mut Server, targets: Vec<ClientId>) -> bool {
 /// Copies the diskless child's output to the replicas it was forked for;
 /// at its end (the child closed the pipe) they go online, or are dropped
 /// when the transfer did not end with the mark (the child failed).
-fn spawn_pipe_reader(srv: &Server, rd: std::os::fd::OwnedFd, targets: Vec<ClientId>, mark: Vec<u8>) {
+fn spawn_pipe_reader(
+    srv: &Server,
+    rd: std::os::fd::OwnedFd,
+    targets: Vec<ClientId>,
+    mark: Vec<u8>,
+) {
     use tokio::io::AsyncReadExt;
     let Some(weak) = srv.self_ref.clone() else {
         return;
@@ -403,9 +416,9 @@ pub fn socket_child_done(srv: &mut Server, exit: crate::persist::child::Exit) {
         crate::persist::child::Exit::Ok => {
             log::notice("Background RDB transfer terminated with success")
         }
-        crate::persist::child::Exit::Killed(sig) => log::warning(&format!(
-            "Background transfer terminated by signal {sig}"
-        )),
+        crate::persist::child::Exit::Killed(sig) => {
+            log::warning(&format!("Background transfer terminated by signal {sig}"))
+        }
         crate::persist::child::Exit::Err(_) => log::warning("Background transfer error"),
     }
     start_pending(srv);

@@ -62,11 +62,11 @@ impl Replica {
     /// `ip:port` as Redis names a replica in its logs
     /// (`replicationGetSlaveName`): the announced address and listening port.
     pub fn name(&self) -> String {
-        let ip = self
-            .announce
-            .ip
-            .clone()
-            .unwrap_or_else(|| self.peer.rsplit_once(':').map_or(String::new(), |p| p.0.into()));
+        let ip = self.announce.ip.clone().unwrap_or_else(|| {
+            self.peer
+                .rsplit_once(':')
+                .map_or(String::new(), |p| p.0.into())
+        });
         if self.announce.listening_port != 0 {
             format!("{ip}:{}", self.announce.listening_port)
         } else {
@@ -179,7 +179,11 @@ pub fn info(srv: &crate::server::Server, out: &mut String) {
     use std::fmt::Write;
     let repl = &srv.repl;
     let now = crate::clock::unix_now();
-    let _ = write!(out, "role:master\r\nconnected_slaves:{}\r\n", repl.replicas.len());
+    let _ = write!(
+        out,
+        "role:master\r\nconnected_slaves:{}\r\n",
+        repl.replicas.len()
+    );
     for (i, r) in repl.replicas.iter().enumerate() {
         let lag = match r.state {
             ReplicaState::Online => now - r.ack_time,

@@ -320,9 +320,9 @@ fn stats(srv: &Server, out: &mut String) {
     let (hits, misses, expired) = srv.ks.dbs.iter().fold((0, 0, 0), |(h, m, e), db| {
         (h + db.hits, m + db.misses, e + db.expired_count)
     });
-    for f in ["sync_full:0", "sync_partial_ok:0", "sync_partial_err:0"] {
-        line!(out, "{f}");
-    }
+    line!(out, "sync_full:{}", srv.repl.sync_full);
+    line!(out, "sync_partial_ok:{}", srv.repl.sync_partial_ok);
+    line!(out, "sync_partial_err:{}", srv.repl.sync_partial_err);
     line!(out, "expired_keys:{expired}");
     for f in [
         "expired_stale_perc:0.00",
