@@ -61,6 +61,15 @@ impl Param {
 
 /// Parameters Oxidis acts on. A family that starts honouring a parameter adds it here.
 pub static ACTED: &[&str] = &[
+    "min-replicas-to-write",
+    "min-replicas-max-lag",
+    "repl-backlog-size",
+    "repl-backlog-ttl",
+    "repl-diskless-sync",
+    "repl-diskless-sync-delay",
+    "repl-diskless-sync-max-replicas",
+    "repl-ping-replica-period",
+    "repl-timeout",
     "bind",
     "port",
     "unixsocket",
@@ -203,6 +212,10 @@ pub struct Config {
     pub zset_max_listpack_entries: usize,
     pub zset_max_listpack_value: usize,
     pub hll_sparse_max_bytes: usize,
+    /// `min-replicas-to-write` and `min-replicas-max-lag`, read by the
+    /// gate's min-replicas stage on every write (`repl::good_replicas_suffice`).
+    pub min_replicas_to_write: i64,
+    pub min_replicas_max_lag: i64,
     /// `maxmemory` in bytes (0: no limit), read by the gate's OOM stage on
     /// every denyoom command, so never looked up by name there.
     pub maxmemory: u64,
@@ -270,6 +283,8 @@ impl Default for Config {
             zset_max_listpack_value: 64,
             hll_sparse_max_bytes: 3000,
             maxmemory: 0,
+            min_replicas_to_write: 0,
+            min_replicas_max_lag: 10,
             maxmemory_clients: 0,
             maxmemory_policy: Default::default(),
             maxmemory_samples: 5,
@@ -530,6 +545,8 @@ impl Config {
             "zset-max-listpack-value" => self.zset_max_listpack_value = int().max(0) as usize,
             "hll-sparse-max-bytes" => self.hll_sparse_max_bytes = int().max(0) as usize,
             "maxmemory" => self.maxmemory = int().max(0) as u64,
+            "min-replicas-to-write" => self.min_replicas_to_write = int(),
+            "min-replicas-max-lag" => self.min_replicas_max_lag = int(),
             "maxmemory-clients" => {
                 self.maxmemory_clients = match v.strip_suffix('%') {
                     Some(p) => -parse_int(p).unwrap_or(0),

@@ -155,6 +155,8 @@ pub enum Rejection {
     MisconfAof(String),
     /// Read-only replica: a write on a replica with `replica-read-only yes`.
     ReadOnlyReplica,
+    /// Min-replicas: a write while too few replicas are in good standing.
+    NoReplicas,
     /// Pub/sub context (RESP2): only the (un)subscribe family, PING, QUIT, RESET.
     PubSubContext(&'static str),
     /// LOADING: a command without the `loading` flag while the dataset loads.
@@ -260,6 +262,7 @@ impl Rejection {
             Rejection::ReadOnlyReplica => {
                 Error::coded("READONLY You can't write against a read only replica.")
             }
+            Rejection::NoReplicas => Error::coded("NOREPLICAS Not enough good replicas to write."),
             Rejection::PubSubContext(cmd) => Error::Msg(
                 format!(
                     "Can't execute '{cmd}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"

@@ -99,7 +99,9 @@ fn replconf(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             b"rdb-only" => match crate::types::number::parse_i64(val) {
                 Some(0 | 1) => {}
                 Some(_) => {
-                    return Err(Error::msg("value is out of range, must be between 0 and 1"))
+                    return Err(Error::msg(
+                        "value is out of range, value must between 0 and 1",
+                    ))
                 }
                 None => return Err(Error::NotInteger),
             },

@@ -128,6 +128,9 @@ pub fn admit(srv: &Server, client: &Client, cmd: CmdRef, args: &Args, caller: Ca
         if let Some(r) = disk_error(srv, client, cmd, args) {
             return reject(r);
         }
+        if let Some(r) = min_replicas(srv, client, cmd, args) {
+            return reject(r);
+        }
         if let Some(r) = read_only_replica(srv, cmd) {
             return reject(r);
         }
@@ -194,6 +197,9 @@ fn script_stage(
     if !wrote && spec.has(flags::WRITE) {
         if let Some(r) = crate::persist::write_denied(srv) {
             return reject(r);
+        }
+        if !crate::repl::good_replicas_suffice(srv) {
+            return reject(Rejection::NoReplicas);
         }
     }
     let oom_exempt = allow_oom || wrote;
@@ -275,6 +281,16 @@ fn disk_error(srv: &Server, client: &Client, cmd: CmdRef, args: &Args) -> Option
     let denied = crate::persist::write_denied(srv)?;
     let write = flagged_or_queued(srv, client, cmd, args, flags::WRITE);
     (write || cmd.spec.name == "ping").then_some(denied)
+}
+
+/// Min-replicas stage: writes (and EXEC of a transaction holding one) are
+/// refused while fewer replicas than `min-replicas-to-write` acknowledged
+/// within `min-replicas-max-lag` seconds (Redis's checkGoodReplicasStatus).
+fn min_replicas(srv: &Server, client: &Client, cmd: CmdRef, args: &Args) -> Option<Rejection> {
+    if crate::repl::good_replicas_suffice(srv) {
+        return None;
+    }
+    flagged_or_queued(srv, client, cmd, args, flags::WRITE).then_some(Rejection::NoReplicas)
 }
 
 /// Read-only replica stage: writes refused on a replica with

@@ -234,6 +234,27 @@ pub fn role(srv: &crate::server::Server, out: &mut crate::resp::encode::Reply) {
     }
 }
 
+/// True unless `min-replicas-to-write` and `min-replicas-max-lag` are set
+/// and fewer online replicas than asked sent an ACK within the lag
+/// (Redis's `checkGoodReplicasStatus`); a replica itself never refuses.
+pub fn good_replicas_suffice(srv: &crate::server::Server) -> bool {
+    let (min, lag) = (
+        srv.config.min_replicas_to_write,
+        srv.config.min_replicas_max_lag,
+    );
+    if min == 0 || lag == 0 {
+        return true;
+    }
+    let now = crate::clock::unix_now();
+    let good = srv
+        .repl
+        .replicas
+        .iter()
+        .filter(|r| matches!(r.state, ReplicaState::Online) && now - r.ack_time <= lag)
+        .count() as i64;
+    good >= min
+}
+
 /// Forty random hex digits (Redis's `getRandomHexChars`).
 pub fn random_id(rng: &mut crate::server::Rng) -> String {
     (0..40)
