@@ -168,6 +168,14 @@ pub fn call(
         client.reply.buf.truncate(reply_start);
         Err(e)
     });
+    // Stream nodes the command unpacked to read are cached; its keys keep
+    // only their newest caches (see types::stream::store).
+    if crate::types::stream::take_unpacked() {
+        let db = &mut srv.ks.dbs[client.db];
+        for i in cmd.spec.key_positions(args) {
+            db.release_stream_cache(args.at(i));
+        }
+    }
     if let Some(entered) = prop {
         let lazy = crate::server::lazy_expire(srv);
         let exec = cmd.spec.has(flags::TXN_EXEC);
