@@ -233,8 +233,17 @@ fn serve_key(srv: &mut Server, current: &mut Client, db: usize, key: &[u8]) {
             Some(b) if b.kind != Kind::Stream => b.kind,
             _ => return,
         };
+        if srv.ks.dbs[db].is_expired(key) {
+            // Looked up before serving, as Redis does: the expired key is
+            // deleted, its DEL propagated, and the waiter stays blocked.
+            drop(waiter);
+            srv.ks.dbs[db].get_mut(key);
+            let lazy = crate::server::lazy_expire(srv);
+            srv.prop.flush_expired(lazy);
+            return;
+        }
         match srv.ks.dbs[db].peek(key) {
-            Some(v) if v.kind() == kind && !srv.ks.dbs[db].is_expired(key) => {}
+            Some(v) if v.kind() == kind => {}
             _ => return,
         }
         // The client cannot change database while blocked, so it runs in b.db.
