@@ -115,6 +115,7 @@ pub static ACTED: &[&str] = &[
     "slowlog-max-len",
     "enable-debug-command",
     "enable-module-command",
+    "enable-test-controls",
     "list-max-listpack-size",
     "hash-max-listpack-entries",
     "hash-max-listpack-value",
@@ -192,6 +193,8 @@ pub struct Config {
     pub enable_debug: u8,
     /// `enable-module-command`: 0 no, 1 yes, 2 local.
     pub enable_module: u8,
+    /// `enable-test-controls` (Oxidis's own): the OXIDIS command answers.
+    pub enable_test_controls: bool,
     /// `latency-tracking`: per-command histograms for INFO latencystats.
     pub latency_tracking: bool,
     /// `latency-monitor-threshold` in milliseconds; 0 disables the latency monitor.
@@ -269,6 +272,7 @@ impl Default for Config {
             slowlog_max_len: 128,
             enable_debug: 0,
             enable_module: 0,
+            enable_test_controls: false,
             latency_tracking: true,
             latency_monitor_threshold: 0,
             list_max_listpack_size: -2,
@@ -529,6 +533,7 @@ impl Config {
             "latency-monitor-threshold" => self.latency_monitor_threshold = int().max(0) as u64,
             "enable-debug-command" => self.enable_debug = protected_action(&v),
             "enable-module-command" => self.enable_module = protected_action(&v),
+            "enable-test-controls" => self.enable_test_controls = v == "yes",
             "list-max-listpack-size" => self.list_max_listpack_size = int(),
             "hash-max-listpack-entries" => self.hash_max_listpack_entries = int() as usize,
             "hash-max-listpack-value" => self.hash_max_listpack_value = int() as usize,

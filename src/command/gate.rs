@@ -5,7 +5,7 @@
 //! asks [`check`] (or [`admit`], when the command is already resolved) and
 //! gets a [`Verdict`]. The stages, in order:
 //!
-//! lookup → arity → protected (DEBUG) → auth → no-multi → ACL → cluster redirection → OOM →
+//! lookup → test controls (OXIDIS) → arity → protected (DEBUG) → auth → no-multi → ACL → cluster redirection → OOM →
 //! read-only replica → pub/sub context (RESP2) → LOADING → BUSY →
 //! CLIENT PAUSE → queue (inside MULTI) or run.
 //!
@@ -95,6 +95,9 @@ pub fn admit(srv: &Server, client: &Client, cmd: CmdRef, args: &Args, caller: Ca
             return script_stage(srv, client, cmd, args, read_only, allow_oom, wrote);
         }
         Caller::Client | Caller::WhileBusy { .. } | Caller::Internal => {}
+    }
+    if spec.has(flags::TEST_CONTROL) && !srv.config.enable_test_controls {
+        return reject(Rejection::TestControlsDisabled);
     }
     if !spec.arity_ok(args.len()) {
         return reject(Rejection::Arity(spec.full_name()));

@@ -166,6 +166,16 @@ pub fn unregister(srv: &mut Server, client: &mut Client) -> Option<Box<Blocked>>
     Some(b)
 }
 
+/// True when the client is blocked with a deadline the server's clock has
+/// reached (it may have been frozen, moved back or forward meanwhile).
+pub fn deadline_passed(client: &Client) -> bool {
+    client
+        .blocked
+        .as_ref()
+        .and_then(|b| b.deadline_ms)
+        .is_some_and(|at| at <= crate::clock::now_ms())
+}
+
 /// Answers a blocked client as on timeout (null array) and unblocks it.
 pub fn time_out(srv: &mut Server, client: &mut Client) {
     if let Some(b) = unregister(srv, client) {

@@ -396,7 +396,10 @@ pub struct Client {
     pub laddr: std::rc::Rc<str>,
     pub conn_kind: ConnKind,
     pub created: Instant,
-    pub last_interaction: Instant,
+    /// The server's time (unix ms, `crate::clock`) of the client's last
+    /// request: CLIENT LIST's idle, the `timeout` check (which follows the
+    /// server's clock, so a test moving it can time a client out).
+    pub last_interaction: i64,
     /// Boxed, as most clients never send MULTI.
     pub multi: Option<Box<Multi>>,
     pub watched: LazyVec<WatchedKey>,
@@ -479,7 +482,7 @@ impl Client {
             laddr: laddr.into(),
             conn_kind,
             created: now,
-            last_interaction: now,
+            last_interaction: crate::clock::real_now_us() / 1000,
             multi: None,
             watched: LazyVec::default(),
             channels: LazySet::default(),

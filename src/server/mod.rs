@@ -90,6 +90,8 @@ pub struct Server {
     pub client_mem: client_mem::Tracked,
     /// What DEBUG's knobs set (CHANGE-REPL-ID, QUICKLIST-PACKED-THRESHOLD, ...).
     pub debug: crate::cmd::server::debug_flags::Knobs,
+    /// The test controls' faults and checkpoints (OXIDIS, `cmd::testctl`).
+    pub testctl: crate::cmd::testctl::State,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -154,6 +156,9 @@ impl Server {
             .collect();
         let acl = crate::acl::Acl::new(&config);
         let repl = crate::repl::Repl::new(&mut rng);
+        // With test controls, tables hash with fixed seeds so that OXIDIS
+        // SEED makes random picks repeatable (set before any table exists).
+        crate::db::dict::fixed_hash_seeds(config.enable_test_controls);
         Server {
             ks: Keyspace::new(config.databases),
             config,
@@ -190,6 +195,7 @@ impl Server {
             acl,
             client_mem: Default::default(),
             debug: Default::default(),
+            testctl: Default::default(),
         }
     }
 

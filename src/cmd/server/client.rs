@@ -295,7 +295,7 @@ pub fn describe(c: &Client, current: bool, argv_mem: usize) -> String {
         c.fd,
         s(c.name.as_deref()),
         c.created.elapsed().as_secs(),
-        c.last_interaction.elapsed().as_secs(),
+        (crate::clock::now_ms() - c.last_interaction).max(0) / 1000,
         flags,
         c.db,
         c.channels.len(),
