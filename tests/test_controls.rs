@@ -348,7 +348,10 @@ fn fault_on_a_client_name_and_a_delay_that_blocks_nobody_else() {
 
 /// The picks a server makes after `OXIDIS SEED seed`, on the same data.
 fn picks(h: &oxidis::Handle, seed: &str) -> Vec<String> {
-    let mut r = Raw::connect(h);
+    picks_over(Raw::connect(h), seed)
+}
+
+fn picks_over(mut r: Raw, seed: &str) -> Vec<String> {
     let mut out = Vec::new();
     for i in 0..200 {
         ok(&mut r, &["SET", &format!("key:{i}"), "v"]);
@@ -387,6 +390,55 @@ fn seed_makes_random_picks_repeat_across_servers() {
     assert_eq!(a, b);
     let c = picks(&servers[2], "43");
     assert_ne!(a, c);
+}
+
+/// An oxidis-server process, killed on drop.
+struct Process(std::process::Child, u16);
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts the binary with `args` (a config file first, if any) on a free
+/// port, and waits until it accepts connections.
+fn spawn(args: &[&str]) -> Process {
+    let port = common::real_redis::free_port();
+    let dir = common::real_redis::temp_dir("testctl");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_oxidis-server"))
+        .args(args)
+        .args(["--port", &port.to_string(), "--save", ""])
+        .arg("--dir")
+        .arg(&dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let p = Process(child, port);
+    for _ in 0..2000 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return p;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("oxidis-server did not start");
+}
+
+/// Two processes (hash seeds and stacks differ between them), one switched
+/// on by the flag and one by its config file, pick alike.
+#[test]
+fn seed_repeats_across_processes_switched_on_by_flag_or_config_file() {
+    let dir = common::real_redis::temp_dir("testctl-conf");
+    let conf = dir.join("oxidis.conf");
+    std::fs::write(&conf, "enable-test-controls yes\n").unwrap();
+    let a = spawn(&["--enable-test-controls", "yes"]);
+    let b = spawn(&[conf.to_str().unwrap()]);
+    let pa = picks_over(Raw::connect_to(("127.0.0.1", a.1)), "7");
+    let pb = picks_over(Raw::connect_to(("127.0.0.1", b.1)), "7");
+    assert_eq!(pa, pb);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
