@@ -506,6 +506,45 @@ fn checkpoint_restores_every_database_with_ttls() {
 }
 
 #[test]
+fn handle_helpers_send_the_controls() {
+    let h = start_with(ON);
+    let mut r = Raw::connect(&h);
+    ok(&mut r, &["SET", "k", "v", "EX", "10"]);
+    h.checkpoint_save("start").unwrap();
+    let t = h.clock_ms().unwrap();
+    h.advance_clock(10_000).unwrap();
+    assert!(h.clock_ms().unwrap() >= t + 10_000);
+    assert_eq!(cmd(&mut r, &["GET", "k"]), Value::Null);
+    h.checkpoint_restore("start").unwrap();
+    // Restored with its expiry time, which has passed on the moved clock.
+    assert_eq!(cmd(&mut r, &["GET", "k"]), Value::Null);
+    let e = h.checkpoint_restore("nosuch").unwrap_err();
+    assert_eq!(e.to_string(), "ERR no such checkpoint");
+    let off = common::start();
+    assert_eq!(off.advance_clock(1).unwrap_err().to_string(), DISABLED);
+}
+
+#[test]
+fn controls_are_not_propagated_but_expired_keys_are() {
+    let h = start_with(ON);
+    let tap = h.tap_propagation();
+    let mut r = Raw::connect(&h);
+    ok(&mut r, &["SET", "a", "1", "PX", "1000"]);
+    ok(&mut r, &["OXIDIS", "CHECKPOINT", "SAVE", "x"]);
+    ok(&mut r, &["SET", "b", "2"]);
+    ok(&mut r, &["OXIDIS", "CHECKPOINT", "RESTORE", "x"]);
+    ok(&mut r, &["OXIDIS", "CLOCK", "ADVANCE", "1000"]);
+    ok(&mut r, &["SET", "end", "1"]);
+    let mut got = Vec::new();
+    while !String::from_utf8_lossy(&got).contains("$3\r\nend\r\n") {
+        got.extend(tap.take_at_least(1, Duration::from_secs(10)));
+    }
+    let text = String::from_utf8_lossy(&got);
+    assert!(!text.to_ascii_lowercase().contains("oxidis"), "{text}");
+    assert!(text.contains("*2\r\n$3\r\nDEL\r\n$1\r\na\r\n"), "{text}");
+}
+
+#[test]
 fn checkpoint_restore_serves_clients_blocked_on_restored_keys() {
     let h = start_with(ON);
     let mut r = Raw::connect(&h);

@@ -81,6 +81,10 @@ const HELP: &[&str] = &[
 /// OXIDIS <subcommand> [arg ...]
 /// ```
 fn oxidis(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    // A test control acts on this server alone: never in the AOF or sent
+    // to replicas, even when it changes the dataset (RESTORE). Keys an
+    // advance expires still go out as DELs, as expired keys do.
+    ctx.prevent_propagation();
     let sub = args.next().unwrap_or_default();
     let is = |name: &str| sub.eq_ignore_ascii_case(name.as_bytes());
     if is("help") && !args.has_more() {
