@@ -181,6 +181,21 @@ fn clock_set_moves_time_stream_ids_and_idle_time() {
 }
 
 #[test]
+fn client_pause_ends_when_the_clock_passes_it() {
+    let h = start_with(ON);
+    let mut ctl = Raw::connect(&h);
+    let mut writer = Raw::connect(&h);
+    ok(&mut ctl, &["CLIENT", "PAUSE", "100000", "WRITE"]);
+    writer.cmd(&[b"SET", b"k", b"v"]);
+    // Held: the server answers others meanwhile.
+    assert_eq!(cmd(&mut ctl, &["GET", "k"]), Value::Null);
+    ok(&mut ctl, &["OXIDIS", "CLOCK", "ADVANCE", "100000"]);
+    assert_eq!(writer.read(), Value::Simple(b"OK".to_vec()));
+    let list = bulk(&cmd(&mut ctl, &["CLIENT", "LIST"]));
+    assert!(list.contains(" age=100 "), "{list}");
+}
+
+#[test]
 fn client_idle_timeout_follows_the_clock() {
     let h = start_with(&["--enable-test-controls", "yes", "--timeout", "100"]);
     let mut idle = Raw::connect(&h);

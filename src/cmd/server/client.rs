@@ -294,7 +294,7 @@ pub fn describe(c: &Client, current: bool, argv_mem: usize) -> String {
         laddr(c),
         c.fd,
         s(c.name.as_deref()),
-        c.created.elapsed().as_secs(),
+        (crate::clock::now_ms() - c.created).max(0) / 1000,
         (crate::clock::now_ms() - c.last_interaction).max(0) / 1000,
         flags,
         c.db,
