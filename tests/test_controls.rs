@@ -28,6 +28,11 @@ fn int(r: &mut Raw, args: &[&str]) -> i64 {
     }
 }
 
+/// Sends a command that must fail with `text`.
+fn expect_err(r: &mut Raw, args: &[&str], text: &str) {
+    assert_eq!(err(cmd(r, args)), text, "{args:?}");
+}
+
 fn bulk(v: &Value) -> String {
     String::from_utf8_lossy(v.as_bytes().unwrap_or_default()).into_owned()
 }
@@ -163,20 +168,20 @@ fn clock_set_moves_time_stream_ids_and_idle_time() {
     ok(&mut r, &["OXIDIS", "CLOCK", "ADVANCE", "90000"]);
     assert_eq!(int(&mut r, &["OBJECT", "IDLETIME", "k"]), 90);
     // Errors: a bad number, a time before the epoch, extra words.
-    assert_eq!(
-        err(cmd(&mut r, &["OXIDIS", "CLOCK", "ADVANCE", "-1"])),
-        "ERR value is not an integer or out of range"
+    expect_err(
+        &mut r,
+        &["OXIDIS", "CLOCK", "ADVANCE", "-1"],
+        "ERR value is not an integer or out of range",
     );
-    assert_eq!(
-        err(cmd(
-            &mut r,
-            &["OXIDIS", "CLOCK", "SET", "99999999999999999"]
-        )),
-        "ERR the clock must stay between the epoch and year 275000"
+    expect_err(
+        &mut r,
+        &["OXIDIS", "CLOCK", "SET", "99999999999999999"],
+        "ERR the clock must stay between the epoch and year 275000",
     );
-    assert_eq!(
-        err(cmd(&mut r, &["OXIDIS", "CLOCK", "GET", "x"])),
-        "ERR unknown subcommand or wrong number of arguments for 'CLOCK'. Try OXIDIS HELP."
+    expect_err(
+        &mut r,
+        &["OXIDIS", "CLOCK", "GET", "x"],
+        "ERR unknown subcommand or wrong number of arguments for 'CLOCK'. Try OXIDIS HELP.",
     );
 }
 
@@ -255,9 +260,9 @@ fn fault_error_answers_verbatim_for_count_requests() {
         ),
         ["COMMAND", "get", "ERROR", "ERR boom", "COUNT", "2"]
     );
-    assert_eq!(err(cmd(&mut r, &["GET", "k"])), "ERR boom");
+    expect_err(&mut r, &["GET", "k"], "ERR boom");
     assert_eq!(bulk(&cmd(&mut r, &["SET", "k", "w"])), "OK");
-    assert_eq!(err(cmd(&mut r, &["GET", "k"])), "ERR boom");
+    expect_err(&mut r, &["GET", "k"], "ERR boom");
     assert_eq!(bulk(&cmd(&mut r, &["GET", "k"])), "w");
     assert_eq!(
         cmd(&mut r, &["OXIDIS", "FAULT", "LIST"]),
@@ -278,7 +283,7 @@ fn fault_error_answers_verbatim_for_count_requests() {
         ],
     );
     for _ in 0..3 {
-        assert_eq!(err(cmd(&mut r, &["PING"])), "TRYAGAIN later");
+        expect_err(&mut r, &["PING"], "TRYAGAIN later");
     }
     ok(&mut r, &["OXIDIS", "FAULT", "CLEAR"]);
     assert_eq!(cmd(&mut r, &["PING"]), Value::Simple(b"PONG".to_vec()));
@@ -291,12 +296,10 @@ fn fault_error_answers_verbatim_for_count_requests() {
     ] {
         assert_eq!(err(cmd(&mut r, bad)), "ERR syntax error", "{bad:?}");
     }
-    assert_eq!(
-        err(cmd(
-            &mut r,
-            &["OXIDIS", "FAULT", "ADD", "ALL", "DELAY", "x"]
-        )),
-        "ERR value is not an integer or out of range"
+    expect_err(
+        &mut r,
+        &["OXIDIS", "FAULT", "ADD", "ALL", "DELAY", "x"],
+        "ERR value is not an integer or out of range",
     );
 }
 
@@ -357,7 +360,7 @@ fn fault_on_a_client_name_and_a_delay_that_blocks_nobody_else() {
             "OXIDIS", "FAULT", "ADD", "CLIENT", "slowpoke", "ERROR", "ERR nope", "COUNT", "0",
         ],
     );
-    assert_eq!(err(cmd(&mut slow, &["GET", "k"])), "ERR nope");
+    expect_err(&mut slow, &["GET", "k"], "ERR nope");
     assert_eq!(bulk(&cmd(&mut other, &["GET", "k"])), "v");
 }
 
@@ -510,13 +513,15 @@ fn checkpoint_restores_every_database_with_ttls() {
         ["another", "base"]
     );
     ok(&mut r, &["OXIDIS", "CHECKPOINT", "DEL", "base"]);
-    assert_eq!(
-        err(cmd(&mut r, &["OXIDIS", "CHECKPOINT", "RESTORE", "base"])),
-        "ERR no such checkpoint"
+    expect_err(
+        &mut r,
+        &["OXIDIS", "CHECKPOINT", "RESTORE", "base"],
+        "ERR no such checkpoint",
     );
-    assert_eq!(
-        err(cmd(&mut r, &["OXIDIS", "CHECKPOINT", "DEL", "base"])),
-        "ERR no such checkpoint"
+    expect_err(
+        &mut r,
+        &["OXIDIS", "CHECKPOINT", "DEL", "base"],
+        "ERR no such checkpoint",
     );
 }
 
@@ -605,10 +610,7 @@ fn with_the_switch_off_every_form_is_refused_and_hidden() {
     );
     let all = strings(cmd(&mut r, &["CONFIG", "GET", "*"]));
     assert!(!all.iter().any(|n| n == "enable-test-controls"));
-    assert_eq!(
-        err(cmd(&mut r, &["CONFIG", "SET", "enable-test-controls", "yes"])),
-        "ERR CONFIG SET failed (possibly related to argument 'enable-test-controls') - can't set immutable config"
-    );
+    expect_err(&mut r, &["CONFIG", "SET", "enable-test-controls", "yes"], "ERR CONFIG SET failed (possibly related to argument 'enable-test-controls') - can't set immutable config");
 }
 
 #[test]
@@ -646,13 +648,15 @@ fn with_the_switch_on_the_command_is_listed_and_helps() {
     ] {
         assert!(help.iter().any(|l| l.starts_with(sub)), "{sub}");
     }
-    assert_eq!(
-        err(cmd(&mut r, &["OXIDIS", "NOSUCH"])),
-        "ERR unknown subcommand or wrong number of arguments for 'NOSUCH'. Try OXIDIS HELP."
+    expect_err(
+        &mut r,
+        &["OXIDIS", "NOSUCH"],
+        "ERR unknown subcommand or wrong number of arguments for 'NOSUCH'. Try OXIDIS HELP.",
     );
-    assert_eq!(
-        err(cmd(&mut r, &["OXIDIS"])),
-        "ERR wrong number of arguments for 'oxidis' command"
+    expect_err(
+        &mut r,
+        &["OXIDIS"],
+        "ERR wrong number of arguments for 'oxidis' command",
     );
     // Not from scripts, not inside MULTI.
     let e = err(cmd(
@@ -664,8 +668,9 @@ fn with_the_switch_on_the_command_is_listed_and_helps() {
         "{e}"
     );
     ok(&mut r, &["MULTI"]);
-    assert_eq!(
-        err(cmd(&mut r, &["OXIDIS", "CLOCK", "GET"])),
-        "ERR Command not allowed inside a transaction"
+    expect_err(
+        &mut r,
+        &["OXIDIS", "CLOCK", "GET"],
+        "ERR Command not allowed inside a transaction",
     );
 }

@@ -3,10 +3,11 @@
 
 use crate::command::flags::*;
 use crate::command::names::Names;
+use crate::command::table::CmdRef;
 use crate::command::{meta, Args, CommandSpec};
 use crate::error::{CmdResult, Error};
 use crate::resp::value::Value;
-use crate::server::Ctx;
+use crate::server::{Ctx, Server};
 use crate::types::glob;
 
 const META: u32 = LOADING | STALE;
@@ -60,20 +61,22 @@ fn shown(test_controls: bool, spec: &CommandSpec) -> bool {
     test_controls || !spec.has(TEST_CONTROL)
 }
 
+/// Every command COMMAND shows (see [`shown`]), in table order.
+fn shown_commands(srv: &Server) -> impl Iterator<Item = CmdRef> + '_ {
+    let tc = srv.config.enable_test_controls;
+    srv.config
+        .names
+        .commands()
+        .filter(move |c| shown(tc, c.spec))
+}
+
 /// ```text
 /// COMMAND
 /// ```
 /// Array: the COMMAND INFO entry of every command that answers to a name
 /// (a renamed one under its original name, as Redis shows it).
 pub fn command(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
-    let tc = ctx.srv.config.enable_test_controls;
-    let cmds: Vec<_> = ctx
-        .srv
-        .config
-        .names
-        .commands()
-        .filter(|c| shown(tc, c.spec))
-        .collect();
+    let cmds: Vec<_> = shown_commands(ctx.srv).collect();
     let out = ctx.out();
     out.array(cmds.len());
     for c in cmds {
@@ -116,11 +119,7 @@ fn docs(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             .filter(|s| shown(tc, s))
             .collect()
     } else {
-        names
-            .commands()
-            .map(|c| c.spec)
-            .filter(|s| shown(tc, s))
-            .collect()
+        shown_commands(ctx.srv).map(|c| c.spec).collect()
     };
     let out = &mut ctx.client.reply;
     out.map(specs.len());
@@ -136,14 +135,7 @@ fn docs(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// ```
 /// Integer: number of top-level commands.
 fn count(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
-    let tc = ctx.srv.config.enable_test_controls;
-    let n = ctx
-        .srv
-        .config
-        .names
-        .commands()
-        .filter(|c| shown(tc, c.spec))
-        .count() as i64;
+    let n = shown_commands(ctx.srv).count() as i64;
     ctx.out().int(n);
     Ok(())
 }
@@ -181,13 +173,7 @@ fn list(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         }
     };
     // Every command that answers to a name, then its subcommands (full names).
-    let tc = ctx.srv.config.enable_test_controls;
-    let listed = ctx
-        .srv
-        .config
-        .names
-        .commands()
-        .filter(|c| shown(tc, c.spec))
+    let listed = shown_commands(ctx.srv)
         .flat_map(|c| std::iter::once(c.spec).chain(c.spec.subcommands.iter()));
     let names: Vec<&'static str> = listed
         .filter(|s| match &filter {
