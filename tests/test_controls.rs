@@ -206,8 +206,16 @@ fn client_idle_timeout_follows_the_clock() {
     let mut idle = Raw::connect(&h);
     assert_eq!(cmd(&mut idle, &["PING"]), Value::Simple(b"PONG".to_vec()));
     let mut ctl = Raw::connect(&h);
+    // A client blocked meanwhile is not idle; once answered, it counts as
+    // active from then on (Redis's lastinteraction on write).
+    let mut waiter = Raw::connect(&h);
+    waiter.cmd(&[b"BLPOP", b"q", b"0"]);
+    wait_blocked(&mut ctl, 1);
     ok(&mut ctl, &["OXIDIS", "CLOCK", "ADVANCE", "101000"]);
     assert!(idle.closed_within(Duration::from_secs(10)));
+    cmd(&mut ctl, &["RPUSH", "q", "x"]);
+    assert_eq!(strings(waiter.read()), ["q", "x"]);
+    assert_eq!(cmd(&mut waiter, &["PING"]), Value::Simple(b"PONG".to_vec()));
 }
 
 #[test]

@@ -198,7 +198,7 @@ pub fn serve<S: Socket>(
                     && c.subscription_count() == 0
                     && c.shard_channels.is_empty()
                     && c.repl_role == crate::server::client::ReplRole::None)
-                .then(|| c.last_interaction + s.config.timeout_secs as i64 * 1000);
+                    .then(|| c.last_interaction + s.config.timeout_secs as i64 * 1000);
                 // A request held back by CLIENT PAUSE waits like a blocked one,
                 // until the pause ends (or CLIENT UNPAUSE wakes the task).
                 let pause_end = s.pause.filter(|_| c.postponed).map(|p| p.until_ms);
@@ -275,7 +275,10 @@ pub fn serve<S: Socket>(
                     }
                 }
                 _ = armed(&mut idle) => {
-                    if idle_at.is_some_and(|at| crate::clock::real_now_us() / 1000 > at) {
+                    // Looked at again: the reply written since counts.
+                    let timeout_ms = srv.borrow().config.timeout_secs as i64 * 1000;
+                    let last = cell.state.borrow().last_interaction;
+                    if timeout_ms > 0 && crate::clock::real_now_us() / 1000 > last + timeout_ms {
                         break;
                     }
                 }
@@ -492,6 +495,12 @@ fn flush<'a, S: Socket>(
             let mut c = cell.state.borrow_mut();
             c.net_out += n;
             c.out_inflight = 0;
+            // Output sent is an interaction too (Redis's writeToClient), so a
+            // client answered after a long block is not idle-closed at once;
+            // except for this server's master, whose ACKs prove nothing.
+            if c.repl_role != crate::server::client::ReplRole::Master {
+                c.last_interaction = crate::clock::real_now_us() / 1000;
+            }
             // One buffer per connection: the written one goes back to the
             // client unless more output arrived during the write.
             if c.reply.buf.is_empty() {
