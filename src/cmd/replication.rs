@@ -59,7 +59,7 @@ fn start_sync(ctx: &mut Ctx, psync: Option<(&[u8], &[u8])>) -> CmdResult {
 /// replica records its progress and is not answered; `GETACK` is for
 /// replicas and ignored here.
 fn replconf(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
-    if args.len() % 2 == 0 {
+    if args.len().is_multiple_of(2) {
         return Err(Error::Syntax);
     }
     let mut i = 1;

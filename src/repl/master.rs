@@ -588,7 +588,7 @@ pub fn cron(srv: &mut Server) {
     let now = crate::clock::unix_now();
     if !repl.replicas.is_empty() {
         let period = srv.config.get_i64("repl-ping-replica-period").max(1) as u64;
-        if repl.cron_secs % period == 0 {
+        if repl.cron_secs.is_multiple_of(period) {
             srv.prop.feed_replicas_only(&[b"PING"]);
         }
         let timeout = srv.config.get_i64("repl-timeout").max(1);
