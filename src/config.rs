@@ -61,6 +61,17 @@ impl Param {
 
 /// Parameters Oxidis acts on. A family that starts honouring a parameter adds it here.
 pub static ACTED: &[&str] = &[
+    "cluster-enabled",
+    "cluster-config-file",
+    "cluster-port",
+    "cluster-announce-ip",
+    "cluster-announce-port",
+    "cluster-announce-bus-port",
+    "cluster-announce-hostname",
+    "cluster-node-timeout",
+    "cluster-require-full-coverage",
+    "cluster-allow-reads-when-down",
+    "cluster-preferred-endpoint-type",
     "min-replicas-to-write",
     "min-replicas-max-lag",
     "repl-backlog-size",

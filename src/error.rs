@@ -180,6 +180,13 @@ pub enum Rejection {
     /// ACL: the user may not run the command, or touch one of its keys or
     /// channels (the command's full name; the text depends on the stage).
     NoPerm(crate::acl::Denied, &'static str, PermStage),
+    /// Cluster mode: the request's keys are not served here (MOVED, ASK,
+    /// CROSSSLOT, TRYAGAIN, CLUSTERDOWN).
+    Cluster(crate::cluster::redirect::Redirect),
+    /// Cluster mode, `redis.call`: the same, in the script's words.
+    ClusterScript(crate::cluster::redirect::Redirect),
+    /// Cluster mode, `redis.call`: a key of another slot than the script's.
+    ScriptCrossSlot,
 }
 
 /// Where an ACL denial happened: each answers with its own text.
@@ -302,6 +309,11 @@ impl Rejection {
                 Error::msg("Write commands are not allowed from read-only scripts.")
             }
             Rejection::NoPerm(d, cmd, stage) => no_perm(*d, cmd, *stage),
+            Rejection::Cluster(r) => r.error(),
+            Rejection::ClusterScript(r) => r.script_error(),
+            Rejection::ScriptCrossSlot => {
+                Error::msg("Script attempted to access keys that do not hash to the same slot")
+            }
         }
     }
 }

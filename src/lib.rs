@@ -20,6 +20,7 @@
 
 pub mod acl;
 pub mod clock;
+pub mod cluster;
 pub mod cmd;
 pub mod command;
 pub mod config;
@@ -166,6 +167,12 @@ fn run_on_thread(
                         server::memory::init();
                         if let Some(a) = addrs.first() {
                             srv.borrow_mut().config.port = a.port();
+                        }
+                        if srv.borrow().config.get("cluster-enabled") == Some("yes") {
+                            if let Err(e) = cluster::init(&mut srv.borrow_mut()) {
+                                let _ = tx.send(Err(std::io::Error::other(e)));
+                                return;
+                            }
                         }
                         if let Some(f) = announce {
                             f();

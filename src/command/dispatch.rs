@@ -59,6 +59,9 @@ pub fn dispatch(srv: &mut Server, client: &mut Client, args: &Args) {
         Verdict::Reject(cmd, r) => reject(srv, client, cmd, &r),
         Verdict::Postpone => unreachable!("handled above"),
     }
+    if client.cluster.asking {
+        crate::cluster::redirect::after_command(client);
+    }
     // With replies on before the command (the usual case) there is nothing
     // to drop: a command can turn them off or set SKIP, never `Skipping`.
     if mode_before != ReplyMode::On {
@@ -122,8 +125,11 @@ pub fn reject(srv: &mut Server, client: &mut Client, cmd: Option<CmdRef>, r: &Re
     // code of the others (BUSY, NOAUTH, OOM, ...).
     if cmd.is_some_and(|c| c.spec.name == "exec") {
         crate::cmd::txn::discard_transaction(srv, client);
-        let text = e.text();
-        e = Error::exec_abort(text.strip_prefix("ERR ").unwrap_or(&text));
+        // A redirection is answered as it is (Redis's processCommand).
+        if !matches!(r, Rejection::Cluster(_)) {
+            let text = e.text();
+            e = Error::exec_abort(text.strip_prefix("ERR ").unwrap_or(&text));
+        }
     }
     srv.stats.error(e.code());
     client.reply.error_line(&e.text());

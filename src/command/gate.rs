@@ -212,8 +212,13 @@ fn script_stage(
     if !oom_exempt && spec.has(flags::DENYOOM) && over_maxmemory(srv) {
         return reject(Rejection::Oom);
     }
-    // Issue 16 (cluster): keys outside this node's slots, and keys of
-    // different slots unless `allow-cross-slot-keys`.
+    // Cluster mode: keys outside this node's slots, and keys of another
+    // slot than the script's unless it declared `allow-cross-slot-keys`.
+    if let Some(c) = srv.cluster.as_deref() {
+        if let Some(r) = crate::cluster::redirect::check_script_call(srv, c, client, spec, args) {
+            return reject(r);
+        }
+    }
     Verdict::Run(cmd)
 }
 
@@ -234,11 +239,13 @@ fn acl(
     crate::acl::gate::check(srv, client, cmd, args, caller)
 }
 
-/// Cluster stage: MOVED / ASK / CROSSSLOT / CLUSTERDOWN for keys this node
-/// does not serve. Issue 16 fills it; Oxidis runs standalone today.
+/// Cluster stage: MOVED / ASK / CROSSSLOT / TRYAGAIN / CLUSTERDOWN for
+/// keys this node does not serve (`cluster::redirect`); one branch in
+/// standalone mode.
 #[inline]
-fn cluster(_srv: &Server, _client: &Client, _cmd: CmdRef, _args: &Args) -> Option<Rejection> {
-    None
+fn cluster(srv: &Server, client: &Client, cmd: CmdRef, args: &Args) -> Option<Rejection> {
+    let c = srv.cluster.as_deref()?;
+    crate::cluster::redirect::check_request(srv, c, client, cmd.spec, args)
 }
 
 /// OOM stage: refuse `denyoom` commands (scripts by their declared flags),

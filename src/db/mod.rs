@@ -213,6 +213,8 @@ pub struct Db {
     pub hits: u64,
     pub misses: u64,
     pub expired_count: u64,
+    /// The keys of each hash slot, in cluster mode only (database 0).
+    pub slots: Option<Box<crate::cluster::keyindex::SlotIndex>>,
 }
 
 impl Db {
@@ -280,6 +282,7 @@ impl Db {
     pub fn delete_expired(&mut self, key: &[u8]) {
         self.expires.remove(key);
         if let Some((k, e)) = self.keys.remove_entry(key) {
+            self.unindex(&k);
             lazyfree::free(e.val, Why::Expire);
             self.touch_stale(&k);
             self.expired_count += 1;
@@ -388,6 +391,7 @@ impl Db {
     /// (RENAME, MOVE). No expiry check: callers looked the key up first.
     pub fn take(&mut self, key: &[u8]) -> Option<(Entry, Option<i64>)> {
         let e = self.keys.remove(key)?;
+        self.unindex(key);
         let at = if self.expires.is_empty() {
             None
         } else {
@@ -402,6 +406,7 @@ impl Db {
     pub fn put(&mut self, key: &[u8], entry: Entry, expire_at: Option<i64>) {
         self.announce_new(key);
         self.keys.insert_new_slice(key, entry);
+        self.index(key);
         if let Some(at) = expire_at {
             self.expires.insert(key, at);
         }
@@ -419,6 +424,7 @@ impl Db {
     pub fn add_loaded(&mut self, key: &[u8], entry: Entry, expire_at: Option<i64>) -> bool {
         let (_, added) = self.keys.get_or_insert_with(key, || entry);
         if added {
+            self.index(key);
             if let Some(at) = expire_at {
                 self.expires.insert(key, at);
             }
@@ -430,6 +436,7 @@ impl Db {
     /// `RDBFLAGS_ALLOW_DUP`: DEBUG RELOAD MERGE): the old value and TTL go.
     pub fn replace_loaded(&mut self, key: &[u8], entry: Entry, expire_at: Option<i64>) {
         if let Some(old) = self.keys.remove(key) {
+            self.unindex(key);
             self.expires.remove(key);
             lazyfree::free(old.val, Why::ServerDel);
         }
@@ -482,6 +489,31 @@ impl Db {
     pub fn add_new(&mut self, key: &[u8], val: Value) {
         self.announce_new(key);
         self.keys.insert_new_slice(key, Entry::new(val));
+        self.index(key);
+    }
+
+    /// Adds `key` to the slot index (cluster mode; one branch otherwise).
+    #[inline]
+    fn index(&mut self, key: &[u8]) {
+        if let Some(ix) = self.slots.as_deref_mut() {
+            ix.add(key);
+        }
+    }
+
+    #[inline]
+    fn unindex(&mut self, key: &[u8]) {
+        if let Some(ix) = self.slots.as_deref_mut() {
+            ix.remove(key);
+        }
+    }
+
+    /// Starts keeping the slot index (cluster mode), built from the keys there.
+    pub fn index_slots(&mut self) {
+        let mut ix = Box::<crate::cluster::keyindex::SlotIndex>::default();
+        for (k, _) in self.keys.iter() {
+            ix.add(k);
+        }
+        self.slots = Some(ix);
     }
 
     #[inline]
@@ -505,6 +537,7 @@ impl Db {
         let Some(e) = self.keys.remove(key) else {
             return false;
         };
+        self.unindex(key);
         if !self.expires.is_empty() {
             self.expires.remove(key);
         }
@@ -597,6 +630,9 @@ impl Db {
             }
         }
         let n = self.keys.len();
+        if let Some(ix) = self.slots.as_deref_mut() {
+            ix.clear();
+        }
         if lazy && n > 0 {
             let keys = std::mem::replace(&mut self.keys, Dict::guarded());
             let expires = std::mem::replace(&mut self.expires, Dict::guarded());
@@ -647,6 +683,12 @@ impl Db {
         touch_watched(other, self, now);
         std::mem::swap(&mut self.keys, &mut other.keys);
         std::mem::swap(&mut self.expires, &mut other.expires);
+        // Each side keeps its slot index, rebuilt for the keys it now holds.
+        for db in [&mut *self, &mut *other] {
+            if db.slots.is_some() {
+                db.index_slots();
+            }
+        }
         for db in [self, other] {
             let Db { waiters, ready, .. } = db;
             // Keys that now exist, and (for XREADGROUP waiters) keys that

@@ -91,10 +91,14 @@ impl Db {
             key_events,
             waiters,
             ready,
+            slots,
             ..
         } = self;
         let (e, created) = keys.get_or_insert_with(key, || {
             announce_new(*event_mask, key_events, waiters, ready, key);
+            if let Some(ix) = slots.as_deref_mut() {
+                ix.add(key);
+            }
             Entry::new(make().into_value())
         });
         if !created {

@@ -366,6 +366,9 @@ pub fn run(srv: &mut Server, caller: &mut Client, call: Call<'_>) {
         ))
     });
     sc.db = caller.db;
+    // Cluster mode: calls are routed with the caller's ASKING/READONLY and
+    // checked against its slot (Redis's scriptVerifyClusterState).
+    sc.cluster = caller.cluster.clone();
     // redis.call runs with the caller's ACL user (Redis's scriptPrepareForRun).
     sc.user = caller.user.clone();
     sc.reply.resp = 2;

@@ -459,6 +459,8 @@ pub struct Client {
     /// Bytes the busy-script poller read but did not consume (an incomplete
     /// command); the connection task takes them before reading the socket.
     pub pending_input: LazyVec<u8>,
+    /// ASKING, READONLY and the routed slot (cluster mode).
+    pub cluster: crate::cluster::redirect::ClientFlags,
 }
 
 impl Client {
@@ -510,6 +512,7 @@ impl Client {
             pushed: LazyVec::default(),
             tracking: None,
             pending_input: LazyVec::default(),
+            cluster: Default::default(),
         }
     }
 

@@ -44,6 +44,9 @@ pub async fn run(srv: Rc<RefCell<Server>>) {
         // statistics are read when asked for (memory::sampled).
         super::memory::used_memory();
         crate::persist::cron(&mut s);
+        if s.cluster.is_some() {
+            crate::cluster::cron(&mut s);
+        }
         ticks += 1;
         if ticks >= hz {
             ticks = 0;

@@ -92,6 +92,8 @@ pub struct Server {
     pub debug: crate::cmd::server::debug_flags::Knobs,
     /// The test controls' faults and checkpoints (OXIDIS, `cmd::testctl`).
     pub testctl: crate::cmd::testctl::State,
+    /// Cluster mode (`cluster-enabled yes`): this node's view of the cluster.
+    pub cluster: Option<Box<crate::cluster::Cluster>>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -196,6 +198,7 @@ impl Server {
             client_mem: Default::default(),
             debug: Default::default(),
             testctl: Default::default(),
+            cluster: None,
         }
     }
 

@@ -27,6 +27,9 @@ fn parse_int(arg: &[u8], msg: Option<&'static str>) -> Result<i32, Error> {
 /// A database index for SELECT, MOVE and COPY ... DB (`selectDb` rules).
 pub(crate) fn db_index(ctx: &Ctx, arg: &[u8]) -> Result<usize, Error> {
     let id = parse_int(arg, None)?;
+    if ctx.srv.cluster.is_some() && id != 0 {
+        return Err(Error::msg("SELECT is not allowed in cluster mode"));
+    }
     if id < 0 || id as usize >= ctx.srv.ks.dbs.len() {
         return Err(Error::DbIndex);
     }
@@ -111,6 +114,11 @@ pub fn copy(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             return Err(Error::Syntax);
         }
     }
+    if ctx.srv.cluster.is_some() && (src_db != 0 || dst_db != 0) {
+        return Err(Error::msg(
+            "Copying to another database is not allowed in cluster mode",
+        ));
+    }
     if src_db == dst_db && src == dst {
         return Err(same_object());
     }
@@ -141,6 +149,9 @@ pub fn copy(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// ```
 /// Integer: 1 when moved, 0 when the key is missing here or exists there.
 pub fn move_(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    if ctx.srv.cluster.is_some() {
+        return Err(Error::msg("MOVE is not allowed in cluster mode"));
+    }
     let key = args.at(1);
     let src = ctx.client.db;
     let dst = db_index(ctx, args.at(2))?;
@@ -167,6 +178,9 @@ pub fn move_(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// `OK`. Clients stay on their database number and see the other data;
 /// WATCHed keys that exist on either side are touched.
 pub fn swapdb(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    if ctx.srv.cluster.is_some() {
+        return Err(Error::msg("SWAPDB is not allowed in cluster mode"));
+    }
     let a = parse_int(args.at(1), Some("invalid first DB index"))?;
     let b = parse_int(args.at(2), Some("invalid second DB index"))?;
     let n = ctx.srv.ks.dbs.len();

@@ -43,6 +43,13 @@ fn fcall_generic(ctx: &mut Ctx, args: &Args, read_only: bool) -> CmdResult {
             .ok_or_else(|| Error::msg("Function not found"))?;
         (f.func_ref, f.flags, f.name.clone())
     };
+    crate::cluster::redirect::verify_script_start(ctx.srv, flags)?;
+    if crate::cluster::redirect::allows_cross_slot(Some(flags)) {
+        ctx.client
+            .cluster
+            .slot
+            .set(crate::cluster::redirect::ANY_SLOT);
+    }
     if read_only && flags & NO_WRITES == 0 {
         return Err(Error::msg(
             "Can not execute a script with write flag using *_ro command.",

@@ -136,6 +136,15 @@ fn eval_generic(ctx: &mut Ctx, args: &Args, by_sha: bool, read_only: bool) -> Cm
         let sha = script::load(s, args.at(1))?;
         script::lookup(s, &sha).ok_or(Error::Syntax)?
     };
+    if let Some(f) = flags {
+        crate::cluster::redirect::verify_script_start(ctx.srv, f)?;
+    }
+    if crate::cluster::redirect::allows_cross_slot(flags) {
+        ctx.client
+            .cluster
+            .slot
+            .set(crate::cluster::redirect::ANY_SLOT);
+    }
     // A script with a shebang declares whether it writes; one without runs
     // in compatibility mode, checked command by command.
     let read_only = match flags {

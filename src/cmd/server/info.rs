@@ -71,7 +71,10 @@ pub fn render(ctx: &mut Ctx, pick: impl Fn(&str, bool) -> bool) -> String {
             "commandstats" => commandstats(srv, &mut out),
             "errorstats" => errorstats(srv, &mut out),
             "latencystats" => super::latency::section(srv, &mut out),
-            "cluster" => out.push_str("# Cluster\r\ncluster_enabled:0\r\n"),
+            "cluster" => {
+                let on = srv.cluster.is_some() as u8;
+                out.push_str(&format!("# Cluster\r\ncluster_enabled:{on}\r\n"))
+            }
             "keyspace" => keyspace(srv, &mut out),
             _ => {}
         }
@@ -121,7 +124,12 @@ fn server(srv: &Server, out: &mut String) {
     line!(out, "redis_git_sha1:00000000");
     line!(out, "redis_git_dirty:0");
     line!(out, "redis_build_id:0");
-    line!(out, "redis_mode:standalone");
+    let mode = if srv.cluster.is_some() {
+        "cluster"
+    } else {
+        "standalone"
+    };
+    line!(out, "redis_mode:{mode}");
     line!(out, "os:{sys} {release} {machine}");
     line!(out, "arch_bits:64");
     line!(out, "monotonic_clock:POSIX clock_gettime");

@@ -1,0 +1,257 @@
+//! Cluster mode (`cluster-enabled yes`): this node's view of the cluster, its slots and state.
+//!
+//! One node's view, as Redis's `clusterState`: the nodes it knows (itself
+//! first learned from nodes.conf or made at start), which node serves each
+//! of the 16384 slots, the slots being migrated or imported, the epochs and
+//! whether the cluster is `ok`. Without the cluster bus (next step), other
+//! nodes are known only from nodes.conf; the state follows Redis's
+//! `clusterUpdateState` from what this view says.
+
+pub mod config_file;
+pub mod keyindex;
+pub mod node;
+pub mod redirect;
+pub mod slot;
+
+use node::{Node, FAIL, MASTER, MYSELF, PFAIL};
+use slot::SLOTS;
+
+/// Time a master waits after start before its state may turn ok (Redis's
+/// CLUSTER_WRITABLE_DELAY), in milliseconds.
+const WRITABLE_DELAY_MS: i64 = 2000;
+/// Bounds of the delay before a master that was in the minority serves again.
+const MIN_REJOIN_DELAY_MS: i64 = 500;
+const MAX_REJOIN_DELAY_MS: i64 = 5000;
+
+/// Default offset of the bus port from the client port.
+pub const PORT_INCR: u32 = 10000;
+
+pub struct Cluster {
+    /// Every known node; `myself` indexes this node.
+    pub nodes: Vec<Node>,
+    pub myself: usize,
+    /// The node serving each slot.
+    pub owners: Vec<Option<usize>>,
+    /// Slots this node migrates to (`[slot->-id]`) or imports from.
+    pub migrating: Vec<Option<usize>>,
+    pub importing: Vec<Option<usize>>,
+    pub current_epoch: u64,
+    pub last_vote_epoch: u64,
+    pub ok: bool,
+    /// Masters serving at least one slot (CLUSTER INFO cluster_size).
+    pub size: usize,
+    first_update_ms: i64,
+    among_minority_ms: i64,
+    /// Where nodes.conf lives (absolute, or relative to the working directory).
+    pub config_path: std::path::PathBuf,
+}
+
+impl Cluster {
+    /// A fresh node: a new id, master, no slots.
+    pub fn fresh(id: String, config_path: std::path::PathBuf) -> Cluster {
+        Cluster {
+            nodes: vec![Node::new(id, MYSELF | MASTER)],
+            myself: 0,
+            owners: vec![None; SLOTS],
+            migrating: vec![None; SLOTS],
+            importing: vec![None; SLOTS],
+            current_epoch: 0,
+            last_vote_epoch: 0,
+            ok: false,
+            size: 1,
+            first_update_ms: 0,
+            among_minority_ms: 0,
+            config_path,
+        }
+    }
+
+    pub fn me(&self) -> &Node {
+        &self.nodes[self.myself]
+    }
+
+    pub fn me_mut(&mut self) -> &mut Node {
+        &mut self.nodes[self.myself]
+    }
+
+    /// The node with this id (Redis's `clusterLookupNode`).
+    pub fn lookup(&self, id: &[u8]) -> Option<usize> {
+        self.nodes.iter().position(|n| n.id.as_bytes() == id)
+    }
+
+    /// The node with this id, made (with no flags) when unknown.
+    pub fn lookup_or_add(&mut self, id: &str) -> usize {
+        match self.lookup(id.as_bytes()) {
+            Some(i) => i,
+            None => {
+                self.nodes.push(Node::new(id.to_string(), 0));
+                self.nodes.len() - 1
+            }
+        }
+    }
+
+    /// Gives `slot` to `node`; false when it was already assigned.
+    pub fn add_slot(&mut self, slot: u16, node: usize) -> bool {
+        if self.owners[slot as usize].is_some() {
+            return false;
+        }
+        self.owners[slot as usize] = Some(node);
+        self.nodes[node].numslots += 1;
+        true
+    }
+
+    /// Unassigns `slot`; false when it was unassigned.
+    pub fn del_slot(&mut self, slot: u16) -> bool {
+        let Some(n) = self.owners[slot as usize].take() else {
+            return false;
+        };
+        self.nodes[n].numslots -= 1;
+        true
+    }
+
+    /// Is this node serving `slot`?
+    #[inline]
+    pub fn mine(&self, slot: u16) -> bool {
+        self.owners[slot as usize] == Some(self.myself)
+    }
+
+    /// The greatest epoch known (Redis's `clusterGetMaxEpoch`).
+    pub fn max_epoch(&self) -> u64 {
+        self.nodes
+            .iter()
+            .map(|n| n.config_epoch)
+            .max()
+            .unwrap_or(0)
+            .max(self.current_epoch)
+    }
+
+    /// A new config epoch for this node unless it already has the greatest
+    /// (Redis's `clusterBumpConfigEpochWithoutConsensus`); true when bumped.
+    pub fn bump_epoch(&mut self) -> bool {
+        let max = self.max_epoch();
+        let me = self.myself;
+        if self.nodes[me].config_epoch == 0 || self.nodes[me].config_epoch != max {
+            self.current_epoch += 1;
+            self.nodes[me].config_epoch = self.current_epoch;
+            crate::log::warning(&format!("New configEpoch set to {}", self.current_epoch));
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Recomputes `ok` and `size` as Redis's `clusterUpdateState` does
+    /// (`now_ms`: the time of the call; first calls are the start's delay).
+    pub fn update_state(&mut self, now_ms: i64, require_full_coverage: bool, node_timeout: i64) {
+        if self.first_update_ms == 0 {
+            self.first_update_ms = now_ms;
+        }
+        let master = !self.me().is_replica();
+        if master && !self.ok && now_ms - self.first_update_ms < WRITABLE_DELAY_MS {
+            return;
+        }
+        let mut new_ok = true;
+        if require_full_coverage
+            && self
+                .owners
+                .iter()
+                .any(|o| o.is_none_or(|n| self.nodes[n].failed()))
+        {
+            new_ok = false;
+        }
+        let serving = self
+            .nodes
+            .iter()
+            .filter(|n| n.flags & MASTER != 0 && n.numslots > 0);
+        self.size = serving.clone().count();
+        let reachable = serving.filter(|n| n.flags & (FAIL | PFAIL) == 0).count();
+        if reachable < self.size / 2 + 1 {
+            new_ok = false;
+            self.among_minority_ms = now_ms;
+        }
+        if new_ok != self.ok {
+            let rejoin = node_timeout.clamp(MIN_REJOIN_DELAY_MS, MAX_REJOIN_DELAY_MS);
+            if new_ok && master && now_ms - self.among_minority_ms < rejoin {
+                return;
+            }
+            crate::log::warning(&format!(
+                "Cluster state changed: {}",
+                if new_ok { "ok" } else { "fail" }
+            ));
+            self.ok = new_ok;
+        }
+    }
+
+    /// Takes the announced address settings into this node's entry
+    /// (Redis's `clusterUpdateMyself*`).
+    pub fn announce(&mut self, config: &crate::Config) {
+        let port = config.port as u32;
+        let ann_port = config.get_i64("cluster-announce-port") as u32;
+        let bus = config.get_i64("cluster-port") as u32;
+        let ann_bus = config.get_i64("cluster-announce-bus-port") as u32;
+        let ip = config.get("cluster-announce-ip").unwrap_or("").to_string();
+        let host = config
+            .get("cluster-announce-hostname")
+            .unwrap_or("")
+            .to_string();
+        let me = self.me_mut();
+        me.port = if ann_port != 0 { ann_port } else { port } as u16;
+        me.cport = if ann_bus != 0 {
+            ann_bus
+        } else if bus != 0 {
+            bus
+        } else {
+            port + PORT_INCR
+        } as u16;
+        if !ip.is_empty() {
+            me.ip = ip;
+        }
+        me.hostname = host;
+    }
+
+    /// The node a client is sent to for `node` (MOVED, ASK, CLUSTER SLOTS):
+    /// its endpoint as `cluster-preferred-endpoint-type` says.
+    pub fn endpoint<'a>(&'a self, node: &'a Node, kind: &str) -> &'a str {
+        match kind {
+            "hostname" if node.hostname.is_empty() => "?",
+            "hostname" => &node.hostname,
+            "unknown-endpoint" => "",
+            _ => &node.ip,
+        }
+    }
+}
+
+/// Starts cluster mode for a server configured with `cluster-enabled yes`:
+/// loads nodes.conf, or makes a fresh node and writes it.
+pub fn init(srv: &mut crate::server::Server) -> Result<(), String> {
+    let path = config_file::path(&srv.config);
+    let mut cluster = match config_file::load(&path)? {
+        Some(c) => c,
+        None => {
+            let id = node::random_id(&mut srv.rng);
+            crate::log::notice(&format!("No cluster configuration found, I'm {id}"));
+            Cluster::fresh(id, path)
+        }
+    };
+    cluster.announce(&srv.config);
+    config_file::save(&cluster).map_err(|e| {
+        format!(
+            "Fatal: can't update cluster config file: {}",
+            crate::config::os_error(&e)
+        )
+    })?;
+    srv.cluster = Some(Box::new(cluster));
+    srv.ks.dbs[0].index_slots();
+    cron(srv);
+    Ok(())
+}
+
+/// Periodic work (Redis's `clusterCron` without the bus): the announced
+/// address and the state.
+pub fn cron(srv: &mut crate::server::Server) {
+    let full = srv.config.get("cluster-require-full-coverage") == Some("yes");
+    let timeout = srv.config.get_i64("cluster-node-timeout");
+    if let Some(c) = srv.cluster.as_mut() {
+        c.announce(&srv.config);
+        c.update_state(crate::clock::real_now_us() / 1000, full, timeout);
+    }
+}

@@ -1,0 +1,392 @@
+//! Cluster mode (issue 16): hash slots against a CRC16 reference, nodes.conf
+//! written and read back (by real Redis too), the view's shapes beside a
+//! real cluster-enabled redis-server, the `redis` crate's cluster client on
+//! a one-node cluster, and two nodes sending clients to each other (MOVED,
+//! ASK) from a hand-made nodes.conf (no cluster bus yet).
+
+mod common;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::real_redis::{temp_dir, RedisServer};
+use redis::Commands;
+
+/// Starts an Oxidis cluster node with its data directory `dir`.
+fn node_in(dir: &Path, flags: &[&str]) -> oxidis::Handle {
+    let mut all = vec!["--cluster-enabled", "yes", "--dir", dir.to_str().unwrap()];
+    all.extend_from_slice(flags);
+    common::start_with(&all)
+}
+
+fn cmd<T: redis::FromRedisValue>(c: &mut redis::Connection, words: &[&str]) -> T {
+    let mut cmd = redis::cmd(words[0]);
+    for w in &words[1..] {
+        cmd.arg(*w);
+    }
+    cmd.query(c).unwrap()
+}
+
+fn try_cmd(c: &mut redis::Connection, words: &[&str]) -> Result<redis::Value, String> {
+    let mut cmd = redis::cmd(words[0]);
+    for w in &words[1..] {
+        cmd.arg(*w);
+    }
+    cmd.query::<redis::Value>(c).map_err(|e| {
+        let code = e.code().unwrap_or("");
+        let detail = e.detail().unwrap_or("");
+        format!("{code} {detail}").trim().to_string()
+    })
+}
+
+/// Polls CLUSTER INFO until the state is ok (Redis waits 2 s after start
+/// before a master turns ok).
+fn wait_ok(c: &mut redis::Connection) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let info: String = cmd(c, &["CLUSTER", "INFO"]);
+        if info.starts_with("cluster_state:ok") {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "cluster state never turned ok: {info}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The reference: CRC16-XMODEM of the key or of its first non-empty
+/// `{tag}`, modulo 16384, written apart from the server's code.
+fn reference_slot(key: &[u8]) -> u16 {
+    let mut hashed = key;
+    if let Some(s) = key.iter().position(|&b| b == b'{') {
+        if let Some(e) = key[s + 1..].iter().position(|&b| b == b'}') {
+            if e > 0 {
+                hashed = &key[s + 1..s + 1 + e];
+            }
+        }
+    }
+    crc16::State::<crc16::XMODEM>::calculate(hashed) % 16384
+}
+
+#[test]
+fn keyslot_matches_crc16_reference_for_random_keys() {
+    let dir = temp_dir("clu-keyslot");
+    let h = node_in(&dir, &[]);
+    let mut c = common::conn(&h);
+    let mut x: u64 = 0x9e3779b97f4a7c15;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut keys: Vec<Vec<u8>> = Vec::new();
+    for i in 0..10_000 {
+        let len = (next() % 24) as usize;
+        let mut k: Vec<u8> = (0..len).map(|_| (next() % 256) as u8).collect();
+        // Half the keys carry braces: a tag, an empty tag, or a lone brace.
+        if i % 2 == 0 {
+            let at = if k.is_empty() {
+                0
+            } else {
+                (next() as usize) % k.len()
+            };
+            let tag: Vec<u8> = match next() % 4 {
+                0 => b"{}".to_vec(),
+                1 => b"{".to_vec(),
+                _ => {
+                    let mut t = vec![b'{'];
+                    t.extend((0..1 + next() % 6).map(|_| b'a' + (next() % 26) as u8));
+                    t.push(b'}');
+                    t
+                }
+            };
+            k.splice(at..at, tag);
+        }
+        keys.push(k);
+    }
+    let mut pipe = redis::pipe();
+    for k in &keys {
+        pipe.cmd("CLUSTER").arg("KEYSLOT").arg(k.as_slice());
+    }
+    let slots: Vec<u16> = pipe.query(&mut c).unwrap();
+    for (k, s) in keys.iter().zip(slots) {
+        assert_eq!(s, reference_slot(k), "key {k:?}");
+    }
+}
+
+/// Splits a CLUSTER NODES line into fields with the node id and the ports
+/// (random per server) blanked.
+fn shape(line: &str) -> Vec<String> {
+    line.split(' ')
+        .enumerate()
+        .map(|(i, f)| match i {
+            0 => "<id>".into(),
+            1 => f.chars().filter(|c| !c.is_ascii_digit()).collect(),
+            _ => f.to_string(),
+        })
+        .collect()
+}
+
+#[test]
+fn fresh_node_looks_like_a_real_cluster_node() {
+    let rdir = temp_dir("clu-real");
+    let real = RedisServer::start_in(&rdir, &["--cluster-enabled", "yes"]);
+    let dir = temp_dir("clu-fresh");
+    let h = node_in(&dir, &[]);
+    let mut ours = common::conn(&h);
+    let mut theirs = real.conn();
+    for c in [&mut ours, &mut theirs] {
+        let _: () = cmd(c, &["CLUSTER", "ADDSLOTSRANGE", "0", "100", "200", "300"]);
+        let _: () = cmd(c, &["CLUSTER", "ADDSLOTS", "5000"]);
+    }
+    let nodes = |c: &mut redis::Connection| -> Vec<String> {
+        let s: String = cmd(c, &["CLUSTER", "NODES"]);
+        shape(s.trim_end())
+    };
+    assert_eq!(nodes(&mut ours), nodes(&mut theirs));
+    let id: String = cmd(&mut ours, &["CLUSTER", "MYID"]);
+    assert_eq!(id.len(), 40);
+    assert!(id.bytes().all(|b| b.is_ascii_hexdigit()));
+    // CLUSTER SLOTS and SHARDS: the same replies but for the id and port.
+    for sub in ["SLOTS", "SHARDS"] {
+        let mine = format!("{:?}", try_cmd(&mut ours, &["CLUSTER", sub]).unwrap());
+        let real_id: String = cmd(&mut theirs, &["CLUSTER", "MYID"]);
+        let theirs_v = format!("{:?}", try_cmd(&mut theirs, &["CLUSTER", sub]).unwrap());
+        let norm = |s: String, id: &str, port: u16| {
+            s.replace(id, "<id>").replace(&port.to_string(), "<port>")
+        };
+        let real_port: u16 = real.addr().rsplit(':').next().unwrap().parse().unwrap();
+        assert_eq!(
+            norm(mine, &id, h.addr().port()),
+            norm(theirs_v, &real_id, real_port),
+            "CLUSTER {sub}"
+        );
+    }
+    // The nodes.conf files have the same shape.
+    let read = |d: &Path| std::fs::read_to_string(d.join("nodes.conf")).unwrap();
+    let _: () = cmd(&mut theirs, &["CLUSTER", "SAVECONFIG"]);
+    let (a, b) = (read(&dir), read(&rdir));
+    let lines = |s: &str| s.lines().map(shape).collect::<Vec<_>>();
+    assert_eq!(lines(&a), lines(&b));
+}
+
+#[test]
+fn nodes_conf_survives_a_restart_and_real_redis_reads_it() {
+    let dir = temp_dir("clu-reload");
+    let (id, before) = {
+        let h = node_in(&dir, &[]);
+        let mut c = common::conn(&h);
+        let _: () = cmd(
+            &mut c,
+            &["CLUSTER", "ADDSLOTSRANGE", "0", "999", "2000", "2000"],
+        );
+        let _: String = cmd(&mut c, &["CLUSTER", "BUMPEPOCH"]);
+        let id: String = cmd(&mut c, &["CLUSTER", "MYID"]);
+        let nodes: String = cmd(&mut c, &["CLUSTER", "NODES"]);
+        (id, nodes)
+    };
+    let h = node_in(&dir, &[]);
+    let mut c = common::conn(&h);
+    let again: String = cmd(&mut c, &["CLUSTER", "MYID"]);
+    assert_eq!(again, id);
+    // The same line, but for the port (the test's servers take any free one).
+    let nodes: String = cmd(&mut c, &["CLUSTER", "NODES"]);
+    assert_eq!(shape(nodes.trim_end()), shape(before.trim_end()));
+    let info: String = cmd(&mut c, &["CLUSTER", "INFO"]);
+    assert!(info.contains("cluster_current_epoch:1\r\n"), "{info}");
+    drop(h);
+    // A real redis-server started on that nodes.conf is the same node.
+    let real = RedisServer::start_in(&dir, &["--cluster-enabled", "yes"]);
+    let mut r = real.conn();
+    let real_id: String = cmd(&mut r, &["CLUSTER", "MYID"]);
+    assert_eq!(real_id, id);
+    let real_nodes: String = cmd(&mut r, &["CLUSTER", "NODES"]);
+    assert_eq!(shape(real_nodes.trim_end()), shape(before.trim_end()));
+    let real_info: String = cmd(&mut r, &["CLUSTER", "INFO"]);
+    assert!(real_info.contains("cluster_current_epoch:1\r\n"));
+}
+
+#[test]
+fn cluster_client_works_against_a_one_node_cluster() {
+    let dir = temp_dir("clu-client");
+    let h = node_in(&dir, &["--cluster-announce-ip", "127.0.0.1"]);
+    let mut c = common::conn(&h);
+    let _: () = cmd(&mut c, &["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]);
+    wait_ok(&mut c);
+    let client =
+        redis::cluster::ClusterClient::new(vec![format!("redis://{}/", h.addr())]).unwrap();
+    let mut cc = client.get_connection().unwrap();
+    for i in 0..200 {
+        let _: () = cc.set(format!("key:{i}"), i).unwrap();
+    }
+    for i in 0..200 {
+        let v: i64 = cc.get(format!("key:{i}")).unwrap();
+        assert_eq!(v, i);
+    }
+    // A pipeline over keys of many slots.
+    let mut p = redis::cluster::cluster_pipe();
+    for i in 0..50 {
+        p.cmd("INCR").arg(format!("n:{i}"));
+    }
+    let got: Vec<i64> = p.query(&mut cc).unwrap();
+    assert_eq!(got, vec![1; 50]);
+    // MULTI within one slot, on the node's own connection.
+    let (a,): (i64,) = redis::pipe()
+        .atomic()
+        .set("{u}a", 1)
+        .ignore()
+        .set("{u}b", 2)
+        .ignore()
+        .get("{u}a")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(a, 1);
+    // Keys of two slots in one transaction: CROSSSLOT at EXEC.
+    let _: () = cmd(&mut c, &["MULTI"]);
+    let _: String = cmd(&mut c, &["SET", "a", "1"]);
+    let _: String = cmd(&mut c, &["SET", "b", "2"]);
+    assert_eq!(
+        try_cmd(&mut c, &["EXEC"]).unwrap_err(),
+        "CROSSSLOT Keys in request don't hash to the same slot"
+    );
+    // A script with declared keys.
+    let v: String = redis::cmd("EVAL")
+        .arg("redis.call('set', KEYS[1], ARGV[1]); return redis.call('get', KEYS[1])")
+        .arg(1)
+        .arg("{u}s")
+        .arg("hello")
+        .query(&mut cc)
+        .unwrap();
+    assert_eq!(v, "hello");
+    let n: i64 = cmd(&mut c, &["CLUSTER", "COUNTKEYSINSLOT", "9842"]);
+    let expected: i64 = (0..200)
+        .filter(|i| reference_slot(format!("key:{i}").as_bytes()) == 9842)
+        .count() as i64;
+    assert_eq!(n, expected);
+}
+
+/// A node line for a hand-made nodes.conf.
+fn conf_line(id: &str, port: u16, myself: bool, epoch: u64, slots: &str) -> String {
+    let flags = if myself { "myself,master" } else { "master" };
+    let link = if myself { "connected" } else { "disconnected" };
+    format!(
+        "{id} 127.0.0.1:{port}@{} {flags} - 0 0 {epoch} {link} {slots}\n",
+        port as u32 + 10000
+    )
+}
+
+#[test]
+fn two_nodes_send_clients_to_each_other() {
+    let (a_id, b_id) = ("a".repeat(40), "b".repeat(40));
+    let (a_port, b_port) = (28601u16, 28602u16);
+    let (a_dir, b_dir) = (temp_dir("clu-a"), temp_dir("clu-b"));
+    let vars = "vars currentEpoch 2 lastVoteEpoch 0\n";
+    std::fs::write(
+        a_dir.join("nodes.conf"),
+        conf_line(&a_id, a_port, true, 2, "0-8191")
+            + &conf_line(&b_id, b_port, false, 1, "8192-16383")
+            + vars,
+    )
+    .unwrap();
+    std::fs::write(
+        b_dir.join("nodes.conf"),
+        conf_line(&b_id, b_port, true, 1, "8192-16383")
+            + &conf_line(&a_id, a_port, false, 2, "0-8191")
+            + vars,
+    )
+    .unwrap();
+    let port = |p: u16| p.to_string();
+    let (pa, pb) = (port(a_port), port(b_port));
+    let a = node_in(&a_dir, &["--port", &pa, "--bind", "127.0.0.1"]);
+    let b = node_in(&b_dir, &["--port", &pb, "--bind", "127.0.0.1"]);
+    let (mut ca, mut cb) = (common::conn(&a), common::conn(&b));
+    wait_ok(&mut ca);
+    wait_ok(&mut cb);
+    // foo is in slot 12182 (B's), bar in 5061 (A's).
+    assert_eq!(
+        try_cmd(&mut ca, &["SET", "foo", "1"]).unwrap_err(),
+        format!("MOVED 12182 127.0.0.1:{b_port}")
+    );
+    assert_eq!(
+        try_cmd(&mut cb, &["GET", "bar"]).unwrap_err(),
+        format!("MOVED 5061 127.0.0.1:{a_port}")
+    );
+    // A cluster client seeded with A alone reaches both.
+    let client =
+        redis::cluster::ClusterClient::new(vec![format!("redis://127.0.0.1:{a_port}/")]).unwrap();
+    let mut cc = client.get_connection().unwrap();
+    for i in 0..100 {
+        let _: () = cc.set(format!("k{i}"), i).unwrap();
+    }
+    let on_a: i64 = cmd(&mut ca, &["DBSIZE"]);
+    let on_b: i64 = cmd(&mut cb, &["DBSIZE"]);
+    assert_eq!(on_a + on_b, 100);
+    assert!(on_a > 0 && on_b > 0);
+    // Moving slot 0 by hand: A migrates it, B imports it.
+    let key0 = (0..100_000)
+        .map(|i| format!("m{i}"))
+        .find(|k| reference_slot(k.as_bytes()) == 0)
+        .unwrap();
+    let _: () = cmd(&mut ca, &["SET", &key0, "v"]);
+    let _: () = cmd(&mut ca, &["CLUSTER", "SETSLOT", "0", "MIGRATING", &b_id]);
+    let _: () = cmd(&mut cb, &["CLUSTER", "SETSLOT", "0", "IMPORTING", &a_id]);
+    // Present on A: served there; absent: ASK to B.
+    let v: String = cmd(&mut ca, &["GET", &key0]);
+    assert_eq!(v, "v");
+    let other0 = (0..1_000_000)
+        .map(|i| format!("n{i}"))
+        .find(|k| reference_slot(k.as_bytes()) == 0)
+        .unwrap();
+    assert_eq!(
+        try_cmd(&mut ca, &["GET", &other0]).unwrap_err(),
+        format!("ASK 0 127.0.0.1:{b_port}")
+    );
+    // Both keys in one request, one of them missing: TRYAGAIN.
+    assert_eq!(
+        try_cmd(&mut ca, &["MGET", &key0, &other0]).unwrap_err(),
+        "TRYAGAIN Multiple keys request during rehashing of slot"
+    );
+    // B serves the slot only after ASKING, for that one command.
+    assert_eq!(
+        try_cmd(&mut cb, &["SET", &other0, "w"]).unwrap_err(),
+        format!("MOVED 0 127.0.0.1:{a_port}")
+    );
+    let _: () = cmd(&mut cb, &["ASKING"]);
+    let _: () = cmd(&mut cb, &["SET", &other0, "w"]);
+    assert!(try_cmd(&mut cb, &["GET", &other0]).is_err());
+    // The key moves (by hand here: MIGRATE with RESTORE-ASKING is not built yet),
+    // then both nodes give the slot to B.
+    let _: i64 = cmd(&mut ca, &["DEL", &key0]);
+    let _: () = cmd(&mut cb, &["ASKING"]);
+    let _: () = cmd(&mut cb, &["SET", &key0, "v"]);
+    let _: () = cmd(&mut ca, &["CLUSTER", "SETSLOT", "0", "NODE", &b_id]);
+    let _: () = cmd(&mut cb, &["CLUSTER", "SETSLOT", "0", "NODE", &b_id]);
+    let v: String = cmd(&mut cb, &["GET", &key0]);
+    assert_eq!(v, "v");
+    assert_eq!(
+        try_cmd(&mut ca, &["GET", &key0]).unwrap_err(),
+        format!("MOVED 0 127.0.0.1:{b_port}")
+    );
+    // B took the slot it imported: a new config epoch, above A's.
+    let info: String = cmd(&mut cb, &["CLUSTER", "INFO"]);
+    assert!(info.contains("cluster_my_epoch:3\r\n"), "{info}");
+    let nodes: String = cmd(&mut cb, &["CLUSTER", "NODES"]);
+    assert!(
+        nodes.contains("myself,master - 0 0 3 connected 0 8192-16383"),
+        "{nodes}"
+    );
+}
+
+#[test]
+fn standalone_answers_cluster_disabled() {
+    let h = common::start();
+    let mut c = common::conn(&h);
+    assert_eq!(
+        try_cmd(&mut c, &["CLUSTER", "INFO"]).unwrap_err(),
+        "ERR This instance has cluster support disabled"
+    );
+    let _: () = cmd(&mut c, &["SELECT", "1"]);
+}
