@@ -390,3 +390,45 @@ fn standalone_answers_cluster_disabled() {
     );
     let _: () = cmd(&mut c, &["SELECT", "1"]);
 }
+
+/// Runs `redis-cli --cluster <sub> 127.0.0.1:port`; its exit status and output.
+fn cluster_cli(sub: &str, addr: std::net::SocketAddr) -> (bool, String) {
+    let out = std::process::Command::new("redis-cli")
+        .args(["--cluster", sub, &addr.to_string()])
+        .output()
+        .expect("redis-cli runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    (out.status.success(), text)
+}
+
+#[test]
+fn redis_cli_cluster_check_accepts_a_one_node_cluster() {
+    let dir = temp_dir("clu-cli");
+    let h = node_in(&dir, &[]);
+    let mut c = common::conn(&h);
+    // No slots yet: the check reports the uncovered slots and fails.
+    let (ok, text) = cluster_cli("check", h.addr());
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains("Not all 16384 slots are covered by nodes."),
+        "{text}"
+    );
+    let _: () = cmd(&mut c, &["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]);
+    wait_ok(&mut c);
+    let _: () = cmd(&mut c, &["SET", "foo", "bar"]);
+    let (ok, text) = cluster_cli("check", h.addr());
+    assert!(ok, "{text}");
+    assert!(
+        text.contains("[OK] All nodes agree about slots configuration."),
+        "{text}"
+    );
+    assert!(text.contains("[OK] All 16384 slots covered."), "{text}");
+    let (ok, text) = cluster_cli("info", h.addr());
+    assert!(ok, "{text}");
+    assert!(text.contains("1 keys | 16384 slots | 0 slaves."), "{text}");
+    // An open slot is reported, as redis-cli does for Redis.
+    let id: String = cmd(&mut c, &["CLUSTER", "MYID"]);
+    let _: () = cmd(&mut c, &["CLUSTER", "SETSLOT", "7", "MIGRATING", &id]);
+    let (_, text) = cluster_cli("check", h.addr());
+    assert!(text.contains("has slots in migrating state 7"), "{text}");
+}
