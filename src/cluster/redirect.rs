@@ -134,7 +134,7 @@ struct Keys<'a> {
     c: &'a Cluster,
     db: &'a crate::db::Db,
     pubsub: bool,
-    first: Option<Box<[u8]>>,
+    first: Option<&'a [u8]>,
     slot: u16,
     multiple: bool,
     migrating: bool,
@@ -143,12 +143,12 @@ struct Keys<'a> {
     existing: usize,
 }
 
-impl Keys<'_> {
-    fn visit(&mut self, key: &[u8]) -> Result<(), Redirect> {
+impl<'a> Keys<'a> {
+    fn visit(&mut self, key: &'a [u8]) -> Result<(), Redirect> {
         let this = key_slot(key);
-        match self.first.as_deref() {
+        match self.first {
             None => {
-                self.first = Some(key.into());
+                self.first = Some(key);
                 self.slot = this;
                 let Some(owner) = self.c.owners[this as usize] else {
                     return Err(Redirect::Unbound);
@@ -176,16 +176,42 @@ impl Keys<'_> {
         }
         Ok(())
     }
+
+    /// Visits the keys of one command (its key positions, without building
+    /// a list for the common first/last/step form).
+    fn command(&mut self, spec: &CommandSpec, args: &Args<'a>) -> Result<(), Redirect> {
+        if spec.keys_fn.is_some() {
+            for p in spec.key_positions(args) {
+                self.visit(args.at(p))?;
+            }
+            return Ok(());
+        }
+        if spec.first_key <= 0 {
+            return Ok(());
+        }
+        let argc = args.len() as i32;
+        let last = if spec.last_key < 0 {
+            argc + spec.last_key
+        } else {
+            spec.last_key
+        };
+        let mut i = spec.first_key;
+        while i <= last && i < argc {
+            self.visit(args.at(i as usize))?;
+            i += spec.step.max(1);
+        }
+        Ok(())
+    }
 }
 
 /// The slot every key of the request (or of the transaction EXEC runs)
 /// hashes to, when this node serves it; the redirection otherwise.
-fn route(
-    srv: &Server,
-    c: &Cluster,
-    client: &Client,
+fn route<'a>(
+    srv: &'a Server,
+    c: &'a Cluster,
+    client: &'a Client,
     spec: &CommandSpec,
-    args: &Args,
+    args: &Args<'a>,
 ) -> Result<Option<u16>, Redirect> {
     let mut k = Keys {
         c,
@@ -204,22 +230,17 @@ fn route(
             return Ok(None);
         };
         for q in &m.queue {
-            let a = q.argv.args();
-            for p in q.spec.key_positions(&a) {
-                k.visit(a.at(p))?;
-            }
+            k.command(q.spec, &q.argv.args())?;
         }
     } else {
-        for p in spec.key_positions(args) {
-            k.visit(args.at(p))?;
-        }
+        k.command(spec, args)?;
     }
     if k.first.is_none() {
         return Ok(None);
     }
     let slot = k.slot;
-    let cmd_flags = crate::script::cmd_flags::effective(srv, spec, args);
     if !c.ok {
+        let cmd_flags = crate::script::cmd_flags::effective(srv, spec, args);
         if k.pubsub {
             if srv.config.get("cluster-allow-pubsubshard-when-down") != Some("yes") {
                 return Err(Redirect::Down);
