@@ -357,11 +357,16 @@ fn two_nodes_send_clients_to_each_other() {
     let _: () = cmd(&mut cb, &["ASKING"]);
     let _: () = cmd(&mut cb, &["SET", &other0, "w"]);
     assert!(try_cmd(&mut cb, &["GET", &other0]).is_err());
-    // The key moves (by hand here: MIGRATE with RESTORE-ASKING is not built yet),
-    // then both nodes give the slot to B.
-    let _: i64 = cmd(&mut ca, &["DEL", &key0]);
-    let _: () = cmd(&mut cb, &["ASKING"]);
-    let _: () = cmd(&mut cb, &["SET", &key0, "v"]);
+    // MIGRATE moves the key (RESTORE-ASKING on B), then both nodes give
+    // the slot to B.
+    let bp = b_port.to_string();
+    let _: () = cmd(&mut ca, &["MIGRATE", "127.0.0.1", &bp, &key0, "0", "5000"]);
+    assert_eq!(
+        try_cmd(&mut ca, &["GET", &key0]).unwrap_err(),
+        format!("ASK 0 127.0.0.1:{b_port}")
+    );
+    let left: i64 = cmd(&mut ca, &["CLUSTER", "COUNTKEYSINSLOT", "0"]);
+    assert_eq!(left, 0);
     let _: () = cmd(&mut ca, &["CLUSTER", "SETSLOT", "0", "NODE", &b_id]);
     let _: () = cmd(&mut cb, &["CLUSTER", "SETSLOT", "0", "NODE", &b_id]);
     let v: String = cmd(&mut cb, &["GET", &key0]);

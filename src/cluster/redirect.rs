@@ -264,7 +264,7 @@ fn route<'a>(
             addr: address(srv, c, to),
         });
     }
-    if k.importing && client.cluster.asking {
+    if k.importing && (client.cluster.asking || spec.has(flags::ASKING)) {
         if k.multiple && k.missing > 0 {
             return Err(Redirect::Unstable);
         }

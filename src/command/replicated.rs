@@ -62,6 +62,10 @@ pub static RULES: &[(&str, Rule)] = &[
         Rewritten("a relative ttl as RESTORE key abs-ms payload ... ABSTTL; DEL key when the ttl is past and REPLACE removed a key"),
     ),
     (
+        "restore-asking",
+        Rewritten("as RESTORE, under its own name (MIGRATE sends it to cluster nodes)"),
+    ),
+    (
         "flushdb",
         Rewritten("as it came, even when nothing was flushed"),
     ),

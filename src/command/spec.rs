@@ -33,6 +33,9 @@ pub mod flags {
     pub const SENTINEL: u32 = 1 << 17;
     pub const ONLY_SENTINEL: u32 = 1 << 18;
     pub const NO_ASYNC_LOADING: u32 = 1 << 19;
+    /// Served in a slot this cluster node imports without ASKING first
+    /// (RESTORE-ASKING, which MIGRATE sends in cluster mode).
+    pub const ASKING: u32 = 1 << 20;
 
     // Oxidis's own flags for decisions Redis makes by comparing command
     // procs; COMMAND INFO does not show them (they are not in `NAMES`).
@@ -71,6 +74,7 @@ pub mod flags {
         (STALE, "stale"),
         (SKIP_MONITOR, "skip_monitor"),
         (SKIP_SLOWLOG, "skip_slowlog"),
+        (ASKING, "asking"),
         (FAST, "fast"),
         (NO_AUTH, "no_auth"),
         // MAY_REPLICATE is left out: Redis hides it from COMMAND INFO.

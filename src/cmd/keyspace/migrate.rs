@@ -237,6 +237,12 @@ fn attempt(
     // Keys that expired since the first lookup are skipped.
     let compress = ctx.srv.config.get("rdbcompression") == Some("yes");
     let now = clock::now_ms();
+    // A cluster node's target may be importing the slot (Redis's migrateCommand).
+    let restore: &[u8] = if ctx.srv.cluster.is_some() {
+        b"RESTORE-ASKING"
+    } else {
+        b"RESTORE"
+    };
     let mut sent: Vec<&[u8]> = Vec::new();
     let db = ctx.db();
     for key in keys {
@@ -248,7 +254,7 @@ fn attempt(
         let Some(v) = db.peek(key) else { continue };
         let payload = rdb::dump_value(v, compress);
         let ttl = ttl.to_string();
-        let mut argv: Vec<&[u8]> = vec![b"RESTORE", key, ttl.as_bytes(), &payload];
+        let mut argv: Vec<&[u8]> = vec![restore, key, ttl.as_bytes(), &payload];
         if o.replace {
             argv.push(b"REPLACE");
         }

@@ -69,6 +69,13 @@ pub static SPECS: &[CommandSpec] = &[
     CommandSpec::container("object", -2, object::SUBCOMMANDS),
     CommandSpec::new("dump", 2, READONLY, (1, 1, 1), dump::dump),
     CommandSpec::new("restore", -4, WRITE | DENYOOM, (1, 1, 1), dump::restore),
+    CommandSpec::new(
+        "restore-asking",
+        -4,
+        WRITE | DENYOOM | ASKING,
+        (1, 1, 1),
+        dump::restore,
+    ),
     CommandSpec::new("migrate", -6, WRITE, (3, 3, 1), migrate::migrate)
         .with_keys_fn(migrate::migrate_keys),
 ];
