@@ -49,6 +49,12 @@ pub fn sync(
         since: crate::clock::unix_now(),
         via_socket: false,
     };
+    let a = &replica.announce;
+    if (a.exclude_data || a.exclude_functions) && !a.capa_eof {
+        let a = replica.announce;
+        srv.repl.announced.push((client.id, a));
+        return Err(Error::msg("Filtered replica requires EOF capability"));
+    }
     log::notice(&format!(
         "Replica {} asks for synchronization",
         replica.name()
@@ -91,7 +97,13 @@ pub fn sync(
             .repl
             .replicas
             .iter()
-            .find(|r| matches!(r.state, ReplicaState::WaitBgsaveEnd { .. }) && !r.via_socket)
+            .find(|r| {
+                matches!(r.state, ReplicaState::WaitBgsaveEnd { .. })
+                    && !r.via_socket
+                    && r.announce
+                        .same_rdb(&srv.repl.replicas.last().expect("pushed").announce)
+                    && !r.announce.rdb_only
+            })
             .map(|r| (r.initial_offset, r.state_pending().to_vec()));
         match donor {
             Some((offset, pending))
@@ -226,23 +238,38 @@ fn try_partial(
 /// EOF-marked transfer, else written to the RDB file. `current` is the
 /// running client, when it is one of them.
 fn start_bgsave(srv: &mut Server, mut current: Option<&mut Client>) {
+    // One transfer serves the waiting replicas that want the same RDB as
+    // the first; the others wait for the next.
+    let Some(first) = srv
+        .repl
+        .replicas
+        .iter()
+        .find(|r| matches!(r.state, ReplicaState::WaitBgsaveStart))
+        .map(|r| r.announce.clone())
+    else {
+        return;
+    };
     let waiting: Vec<ClientId> = srv
         .repl
         .replicas
         .iter()
         .filter(|r| matches!(r.state, ReplicaState::WaitBgsaveStart))
+        .filter(|r| r.announce.same_rdb(&first))
         .map(|r| r.id)
         .collect();
-    let diskless = srv.config.get("repl-diskless-sync") == Some("yes")
-        && srv
-            .repl
-            .replicas
-            .iter()
-            .filter(|r| waiting.contains(&r.id))
-            .all(|r| r.announce.capa_eof);
+    // A filtered RDB always goes through the sockets (never to the file).
+    let filtered = first.exclude_data || first.exclude_functions;
+    let diskless = filtered
+        || srv.config.get("repl-diskless-sync") == Some("yes")
+            && srv
+                .repl
+                .replicas
+                .iter()
+                .filter(|r| waiting.contains(&r.id))
+                .all(|r| r.announce.capa_eof);
     let started = if diskless {
         log::notice("Starting BGSAVE for SYNC with target: replicas sockets");
-        start_socket_transfer(srv, waiting.clone())
+        start_socket_transfer(srv, waiting.clone(), first.save_options())
     } else {
         log::notice("Starting BGSAVE for SYNC with target: disk");
         crate::persist::snapshot::bgsave(srv).is_ok()
@@ -281,7 +308,11 @@ fn start_bgsave(srv: &mut Server, mut current: Option<&mut Client>) {
 /// Forks a child that writes `$EOF:<mark>\r\n`, the RDB and the mark into
 /// a pipe, and a task that copies what comes out to the `targets`
 /// (Redis's `rdbSaveToSlavesSockets`). False when pipe or fork failed.
-fn start_socket_transfer(srv: &mut Server, targets: Vec<ClientId>) -> bool {
+fn start_socket_transfer(
+    srv: &mut Server,
+    targets: Vec<ClientId>,
+    opts: crate::persist::rdb::SaveOptions,
+) -> bool {
     use std::os::fd::{FromRawFd, OwnedFd};
     let mut fds = [0i32; 2];
     // SAFETY: `fds` is a valid array of two descriptors for pipe2 to fill.
@@ -307,7 +338,7 @@ fn start_socket_transfer(srv: &mut Server, targets: Vec<ClientId>) -> bool {
                 out.write_all(b"$EOF:")?;
                 out.write_all(&child_mark)?;
                 out.write_all(b"\r\n")?;
-                crate::persist::rdb::write_dataset(srv, &mut out)?;
+                crate::persist::rdb::write_dataset_with(srv, &mut out, &opts)?;
                 out.write_all(&child_mark)?;
                 out.flush()
             })();
@@ -397,6 +428,17 @@ fn put_online(srv: &mut Server, id: ClientId) {
     let Some(r) = srv.repl.replica_mut(id) else {
         return;
     };
+    if r.announce.rdb_only {
+        // It asked for the RDB alone: closed once it is written.
+        log::notice(&format!(
+            "RDB transfer completed, rdb only replica ({}) should be disconnected asap",
+            r.name()
+        ));
+        srv.repl.replicas.retain(|r| r.id != id);
+        with_client(srv, None, id, |c| c.close_after_reply = true);
+        srv.wake(id);
+        return;
+    }
     let pending = match std::mem::replace(&mut r.state, ReplicaState::Online) {
         ReplicaState::WaitBgsaveEnd { pending } => pending,
         _ => Vec::new(),
@@ -515,7 +557,9 @@ pub fn distribute(srv: &mut Server, mut current: Option<&mut Client>) {
         .filter_map(|r| match &mut r.state {
             ReplicaState::Online => Some(r.id),
             ReplicaState::WaitBgsaveEnd { pending } => {
-                pending.extend_from_slice(&fresh);
+                if !r.announce.rdb_only {
+                    pending.extend_from_slice(&fresh);
+                }
                 None
             }
             ReplicaState::WaitBgsaveStart => None,

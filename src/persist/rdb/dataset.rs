@@ -17,6 +17,10 @@ use crate::server::Server;
 pub struct SaveOptions {
     /// The image starts an AOF base file (`aof-base 1` AUX field).
     pub aof_base: bool,
+    /// Without the keys, or without the function libraries (a replica's
+    /// `REPLCONF rdb-filter-only`, as `redis-cli --functions-rdb` asks).
+    pub exclude_data: bool,
+    pub exclude_functions: bool,
 }
 
 /// How an image is read.
@@ -89,13 +93,18 @@ pub fn write_dataset_with(
     );
     aux(&mut e, "aof-base", if opts.aof_base { "1" } else { "0" });
 
-    for lib in &server.script.functions.libs {
+    let libs = if opts.exclude_functions {
+        &[][..]
+    } else {
+        &server.script.functions.libs[..]
+    };
+    for lib in libs {
         e.byte(OPCODE_FUNCTION2);
         e.string(&lib.code);
     }
 
     for db in &server.ks.dbs {
-        if db.is_empty() {
+        if db.is_empty() || opts.exclude_data {
             continue;
         }
         e.byte(OPCODE_SELECTDB);
