@@ -157,6 +157,23 @@ impl Replica {
     }
 }
 
+/// A master restarted from an RDB saved with a replication history
+/// (Redis's `loadDataFromDisk`): that history becomes its second id, valid
+/// up to the saved offset, and an empty backlog continues from there, so its
+/// replicas continue with PSYNC instead of a full sync.
+pub fn restore_history(srv: &mut Server, h: &crate::persist::rdb::ReplInfo) {
+    if srv.config.get("replicaof").is_some_and(|v| !v.is_empty()) {
+        return;
+    }
+    srv.repl.replid2 = h.id.clone();
+    srv.repl.second_replid_offset = h.offset + 1;
+    srv.prop.repl_offset = h.offset;
+    let size = srv.config.get_i64("repl-backlog-size").max(1) as usize;
+    srv.prop.backlog = Some(Box::new(Backlog::new(size, h.offset)));
+    srv.repl.no_replicas_since = crate::clock::unix_now();
+    crate::db::log_expired(true);
+}
+
 /// The backlog, created with a new history (Redis's
 /// `createReplicationBacklog` after `changeReplicationId`).
 fn create_backlog(srv: &mut Server) {

@@ -154,6 +154,12 @@ impl Propagation {
         !self.taps.is_empty() || self.aof.is_some() || self.backlog.is_some()
     }
 
+    /// The database the stream is in (Redis's `slaveseldb`), None before
+    /// any SELECT.
+    pub fn stream_db(&self) -> Option<usize> {
+        self.selected
+    }
+
     /// The next command goes out after a SELECT (a new AOF file starts).
     pub fn forget_selected(&mut self) {
         self.selected = None;
