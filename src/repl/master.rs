@@ -590,6 +590,19 @@ pub fn distribute(srv: &mut Server, mut current: Option<&mut Client>) {
     srv.prop.repl_fresh = fresh;
 }
 
+/// The task that hands the stream to the replicas: woken when a
+/// connection's turn grew it, it runs once the clients ready in this round
+/// have had theirs, so a replica gets the round's writes in one piece (one
+/// write on its socket, as Redis writes replicas in beforeSleep) instead of
+/// one per client.
+pub async fn feeder(srv: std::rc::Rc<std::cell::RefCell<Server>>) {
+    let feed = srv.borrow().repl.feed.clone();
+    loop {
+        feed.notified().await;
+        distribute(&mut srv.borrow_mut(), None);
+    }
+}
+
 /// Runs `f` on a client's state, the running one included.
 fn with_client(
     srv: &Server,

@@ -125,6 +125,8 @@ pub struct Repl {
     pub sync_full: u64,
     pub sync_partial_ok: u64,
     pub sync_partial_err: u64,
+    /// Wakes [`master::feeder`]: the stream grew.
+    pub feed: std::rc::Rc<tokio::sync::Notify>,
     /// Seconds the replication cron has run (pings every
     /// `repl-ping-replica-period` of them).
     pub cron_secs: u64,
@@ -148,6 +150,7 @@ impl Repl {
             sync_partial_ok: 0,
             sync_partial_err: 0,
             cron_secs: 0,
+            feed: Default::default(),
         }
     }
 
