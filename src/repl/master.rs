@@ -1,12 +1,15 @@
 //! The master side: SYNC/PSYNC (partial from the backlog, or full with an RDB), feeding the replicas, their ACKs, and the replication cron.
 //!
-//! A full sync, disk-based as Redis's with `repl-diskless-sync no`: the
-//! replica answers `+FULLRESYNC <replid> <offset>` when an RDB child forks
-//! (the offset is the stream's at the fork), the stream produced from then
-//! on waits in the replica's `pending` buffer, and when the child has
-//! written the file the replica gets `$<len>\r\n`, the file, and what
-//! waited, and is online. Replicas are ordinary client connections: the
-//! bytes go to their reply buffers and their tasks write them.
+//! A full sync: the replica is answered `+FULLRESYNC <replid> <offset>`
+//! when an RDB child forks (the offset is the stream's at the fork), and
+//! the stream produced from then on waits in its `pending` buffer. The
+//! child either writes the RDB file (`repl-diskless-sync no`, or a replica
+//! without `capa eof`), which the replica then gets as `$<len>\r\n` and the
+//! file, or streams it through a pipe that a task copies to the replicas'
+//! sockets between `$EOF:<mark>` and the mark (diskless). Then the pending
+//! stream follows and the replica is online. Replicas are ordinary client
+//! connections: the bytes go to their reply buffers and their tasks write
+//! them.
 
 use super::backlog::Backlog;
 use super::{Replica, ReplicaState};
