@@ -349,3 +349,44 @@ fn a_restarted_master_lets_its_replica_continue() {
     let _ = master.kill();
     let _ = master.wait();
 }
+
+/// A diskless transfer that lasts over a second (the child slowed by
+/// `rdb-key-save-delay`): the cron's keepalive newline must not land
+/// inside the RDB bytes the replica is receiving.
+#[test]
+fn a_slow_diskless_transfer_reaches_the_replica_whole() {
+    let master = common::start_with(&[
+        "--enable-debug-command",
+        "yes",
+        "--repl-diskless-sync",
+        "yes",
+        "--repl-diskless-sync-delay",
+        "0",
+        "--rdb-key-save-delay",
+        "150",
+    ]);
+    let mut m = common::conn(&master);
+    let _: () = redis::cmd("DEBUG")
+        .arg("POPULATE")
+        .arg(20000)
+        .arg("key")
+        .arg(100)
+        .query(&mut m)
+        .unwrap();
+    let port = master.addr().port().to_string();
+    let replica = RedisServer::start_in(
+        &temp_dir("replica"),
+        &[
+            "--replicaof",
+            "127.0.0.1",
+            &port,
+            "--enable-debug-command",
+            "yes",
+        ],
+    );
+    let mut r = replica.conn();
+    eventually("the link to come up", || {
+        info_field(&mut r, "replication", "master_link_status") == "up"
+    });
+    assert_eq!(digest(&mut r), digest(&mut m));
+}

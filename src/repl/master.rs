@@ -655,7 +655,8 @@ pub fn ack(srv: &mut Server, current: &mut Client, offset: i64) {
 
 /// Once a second (Redis's `replicationCron`, master part): a PING into the
 /// stream every `repl-ping-replica-period` seconds, a newline to replicas
-/// still waiting for their RDB (so they know the master is alive),
+/// still waiting for their RDB (so they know the master is alive; not
+/// during a diskless transfer, whose bytes share the connection),
 /// replicas silent for `repl-timeout` dropped, a delayed RDB child
 /// started, and the backlog freed after `repl-backlog-ttl` without
 /// replicas.
@@ -679,7 +680,10 @@ pub fn cron(srv: &mut Server) {
                     ));
                     dropped.push(r.id);
                 }
-                ReplicaState::WaitBgsaveStart | ReplicaState::WaitBgsaveEnd { .. } => {
+                // Not while a diskless transfer streams the RDB into the
+                // same connection: a newline there would land inside it.
+                ReplicaState::WaitBgsaveStart => push(srv, None, r.id, |c| c.reply.raw(b"\n")),
+                ReplicaState::WaitBgsaveEnd { .. } if !r.via_socket => {
                     push(srv, None, r.id, |c| c.reply.raw(b"\n"));
                 }
                 _ => {}
