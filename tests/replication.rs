@@ -265,3 +265,128 @@ fn partial_resync_after_the_link_drops_and_info_as_redis() {
         shape(&theirs, &real_replica_port)
     );
 }
+
+/// Starts the oxidis-server binary on `port` in `dir` (killed by the caller).
+fn spawn_binary(port: u16, dir: &std::path::Path) -> std::process::Child {
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_oxidis-server"))
+        .args([
+            "--port",
+            &port.to_string(),
+            "--save",
+            "",
+            "--repl-diskless-sync-delay",
+            "0",
+        ])
+        .arg("--dir")
+        .arg(dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn oxidis-server");
+    eventually("oxidis-server to listen", || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    child
+}
+
+/// A master that restarts from its RDB keeps its replication history: the
+/// RDB carries repl-id/repl-offset, and a real Redis replica continues with
+/// a partial resync, as with a restarted Redis 7.0 master.
+#[test]
+fn a_restarted_master_lets_its_replica_continue() {
+    let dir = temp_dir("restart-master");
+    let port = common::real_redis::free_port();
+    let mut master = spawn_binary(port, &dir);
+    let mut m = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let replica = RedisServer::start_in(
+        &temp_dir("replica"),
+        &["--replicaof", "127.0.0.1", &port.to_string()],
+    );
+    let mut r = replica.conn();
+    eventually("the link to come up", || {
+        info_field(&mut r, "replication", "master_link_status") == "up"
+    });
+    let _: () = redis::cmd("SET").arg("k").arg("1").query(&mut m).unwrap();
+    let acked: i64 = redis::cmd("WAIT").arg(1).arg(10000).query(&mut m).unwrap();
+    assert_eq!(acked, 1);
+    let old_id = info_field(&mut m, "replication", "master_replid");
+    let offset = info_field(&mut m, "replication", "master_repl_offset");
+    let _ = redis::cmd("SHUTDOWN").arg("SAVE").query::<()>(&mut m);
+    let _ = master.wait();
+    let rdb = std::fs::read(dir.join("dump.rdb")).unwrap();
+    assert!(
+        rdb.windows(7).any(|w| w == b"repl-id"),
+        "the RDB has the history"
+    );
+
+    let mut master = spawn_binary(port, &dir);
+    let mut m = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    assert_eq!(info_field(&mut m, "replication", "master_replid2"), old_id);
+    assert_eq!(
+        info_field(&mut m, "replication", "master_repl_offset"),
+        offset
+    );
+    eventually("the replica to reconnect", || {
+        info_field(&mut r, "replication", "master_link_status") == "up"
+    });
+    let _: () = redis::cmd("SET").arg("k").arg("2").query(&mut m).unwrap();
+    eventually("the write after the restart", || {
+        redis::cmd("GET")
+            .arg("k")
+            .query::<Option<String>>(&mut r)
+            .unwrap()
+            .as_deref()
+            == Some("2")
+    });
+    assert_eq!(info_field(&mut m, "stats", "sync_partial_ok"), "1");
+    assert_eq!(info_field(&mut m, "stats", "sync_full"), "0");
+    let _ = master.kill();
+    let _ = master.wait();
+}
+
+/// A diskless transfer that lasts over a second (the child slowed by
+/// `rdb-key-save-delay`): the cron's keepalive newline must not land
+/// inside the RDB bytes the replica is receiving.
+#[test]
+fn a_slow_diskless_transfer_reaches_the_replica_whole() {
+    let master = common::start_with(&[
+        "--enable-debug-command",
+        "yes",
+        "--repl-diskless-sync",
+        "yes",
+        "--repl-diskless-sync-delay",
+        "0",
+        "--rdb-key-save-delay",
+        "150",
+    ]);
+    let mut m = common::conn(&master);
+    let _: () = redis::cmd("DEBUG")
+        .arg("POPULATE")
+        .arg(20000)
+        .arg("key")
+        .arg(100)
+        .query(&mut m)
+        .unwrap();
+    let port = master.addr().port().to_string();
+    let replica = RedisServer::start_in(
+        &temp_dir("replica"),
+        &[
+            "--replicaof",
+            "127.0.0.1",
+            &port,
+            "--enable-debug-command",
+            "yes",
+        ],
+    );
+    let mut r = replica.conn();
+    eventually("the link to come up", || {
+        info_field(&mut r, "replication", "master_link_status") == "up"
+    });
+    assert_eq!(digest(&mut r), digest(&mut m));
+}

@@ -137,7 +137,8 @@ impl Input {
         }
         crate::server::tracking::before_sleep(s, c);
         if !s.prop.repl_fresh.is_empty() {
-            crate::repl::master::distribute(s, Some(c));
+            // The feeder hands the round's stream to the replicas at once.
+            s.repl.feed.notify_one();
         }
         // What is not yet parsed into arguments (Redis moves those out of
         // its query buffer), and what the buffer holds.

@@ -1,12 +1,15 @@
 //! The master side: SYNC/PSYNC (partial from the backlog, or full with an RDB), feeding the replicas, their ACKs, and the replication cron.
 //!
-//! A full sync, disk-based as Redis's with `repl-diskless-sync no`: the
-//! replica answers `+FULLRESYNC <replid> <offset>` when an RDB child forks
-//! (the offset is the stream's at the fork), the stream produced from then
-//! on waits in the replica's `pending` buffer, and when the child has
-//! written the file the replica gets `$<len>\r\n`, the file, and what
-//! waited, and is online. Replicas are ordinary client connections: the
-//! bytes go to their reply buffers and their tasks write them.
+//! A full sync: the replica is answered `+FULLRESYNC <replid> <offset>`
+//! when an RDB child forks (the offset is the stream's at the fork), and
+//! the stream produced from then on waits in its `pending` buffer. The
+//! child either writes the RDB file (`repl-diskless-sync no`, or a replica
+//! without `capa eof`), which the replica then gets as `$<len>\r\n` and the
+//! file, or streams it through a pipe that a task copies to the replicas'
+//! sockets between `$EOF:<mark>` and the mark (diskless). Then the pending
+//! stream follows and the replica is online. Replicas are ordinary client
+//! connections: the bytes go to their reply buffers and their tasks write
+//! them.
 
 use super::backlog::Backlog;
 use super::{Replica, ReplicaState};
@@ -49,6 +52,12 @@ pub fn sync(
         since: crate::clock::unix_now(),
         via_socket: false,
     };
+    let a = &replica.announce;
+    if (a.exclude_data || a.exclude_functions) && !a.capa_eof {
+        let a = replica.announce;
+        srv.repl.announced.push((client.id, a));
+        return Err(Error::msg("Filtered replica requires EOF capability"));
+    }
     log::notice(&format!(
         "Replica {} asks for synchronization",
         replica.name()
@@ -91,7 +100,13 @@ pub fn sync(
             .repl
             .replicas
             .iter()
-            .find(|r| matches!(r.state, ReplicaState::WaitBgsaveEnd { .. }) && !r.via_socket)
+            .find(|r| {
+                matches!(r.state, ReplicaState::WaitBgsaveEnd { .. })
+                    && !r.via_socket
+                    && r.announce
+                        .same_rdb(&srv.repl.replicas.last().expect("pushed").announce)
+                    && !r.announce.rdb_only
+            })
             .map(|r| (r.initial_offset, r.state_pending().to_vec()));
         match donor {
             Some((offset, pending))
@@ -143,6 +158,23 @@ impl Replica {
             _ => &[],
         }
     }
+}
+
+/// A master restarted from an RDB saved with a replication history
+/// (Redis's `loadDataFromDisk`): that history becomes its second id, valid
+/// up to the saved offset, and an empty backlog continues from there, so its
+/// replicas continue with PSYNC instead of a full sync.
+pub fn restore_history(srv: &mut Server, h: &crate::persist::rdb::ReplInfo) {
+    if srv.config.get("replicaof").is_some_and(|v| !v.is_empty()) {
+        return;
+    }
+    srv.repl.replid2 = h.id.clone();
+    srv.repl.second_replid_offset = h.offset + 1;
+    srv.prop.repl_offset = h.offset;
+    let size = srv.config.get_i64("repl-backlog-size").max(1) as usize;
+    srv.prop.backlog = Some(Box::new(Backlog::new(size, h.offset)));
+    srv.repl.no_replicas_since = crate::clock::unix_now();
+    crate::db::log_expired(true);
 }
 
 /// The backlog, created with a new history (Redis's
@@ -226,23 +258,38 @@ fn try_partial(
 /// EOF-marked transfer, else written to the RDB file. `current` is the
 /// running client, when it is one of them.
 fn start_bgsave(srv: &mut Server, mut current: Option<&mut Client>) {
+    // One transfer serves the waiting replicas that want the same RDB as
+    // the first; the others wait for the next.
+    let Some(first) = srv
+        .repl
+        .replicas
+        .iter()
+        .find(|r| matches!(r.state, ReplicaState::WaitBgsaveStart))
+        .map(|r| r.announce.clone())
+    else {
+        return;
+    };
     let waiting: Vec<ClientId> = srv
         .repl
         .replicas
         .iter()
         .filter(|r| matches!(r.state, ReplicaState::WaitBgsaveStart))
+        .filter(|r| r.announce.same_rdb(&first))
         .map(|r| r.id)
         .collect();
-    let diskless = srv.config.get("repl-diskless-sync") == Some("yes")
-        && srv
-            .repl
-            .replicas
-            .iter()
-            .filter(|r| waiting.contains(&r.id))
-            .all(|r| r.announce.capa_eof);
+    // A filtered RDB always goes through the sockets (never to the file).
+    let filtered = first.exclude_data || first.exclude_functions;
+    let diskless = filtered
+        || srv.config.get("repl-diskless-sync") == Some("yes")
+            && srv
+                .repl
+                .replicas
+                .iter()
+                .filter(|r| waiting.contains(&r.id))
+                .all(|r| r.announce.capa_eof);
     let started = if diskless {
         log::notice("Starting BGSAVE for SYNC with target: replicas sockets");
-        start_socket_transfer(srv, waiting.clone())
+        start_socket_transfer(srv, waiting.clone(), first.save_options())
     } else {
         log::notice("Starting BGSAVE for SYNC with target: disk");
         crate::persist::snapshot::bgsave(srv).is_ok()
@@ -281,7 +328,11 @@ fn start_bgsave(srv: &mut Server, mut current: Option<&mut Client>) {
 /// Forks a child that writes `$EOF:<mark>\r\n`, the RDB and the mark into
 /// a pipe, and a task that copies what comes out to the `targets`
 /// (Redis's `rdbSaveToSlavesSockets`). False when pipe or fork failed.
-fn start_socket_transfer(srv: &mut Server, targets: Vec<ClientId>) -> bool {
+fn start_socket_transfer(
+    srv: &mut Server,
+    targets: Vec<ClientId>,
+    opts: crate::persist::rdb::SaveOptions,
+) -> bool {
     use std::os::fd::{FromRawFd, OwnedFd};
     let mut fds = [0i32; 2];
     // SAFETY: `fds` is a valid array of two descriptors for pipe2 to fill.
@@ -307,7 +358,7 @@ fn start_socket_transfer(srv: &mut Server, targets: Vec<ClientId>) -> bool {
                 out.write_all(b"$EOF:")?;
                 out.write_all(&child_mark)?;
                 out.write_all(b"\r\n")?;
-                crate::persist::rdb::write_dataset(srv, &mut out)?;
+                crate::persist::rdb::write_dataset_with(srv, &mut out, &opts)?;
                 out.write_all(&child_mark)?;
                 out.flush()
             })();
@@ -397,6 +448,17 @@ fn put_online(srv: &mut Server, id: ClientId) {
     let Some(r) = srv.repl.replica_mut(id) else {
         return;
     };
+    if r.announce.rdb_only {
+        // It asked for the RDB alone: closed once it is written.
+        log::notice(&format!(
+            "RDB transfer completed, rdb only replica ({}) should be disconnected asap",
+            r.name()
+        ));
+        srv.repl.replicas.retain(|r| r.id != id);
+        with_client(srv, None, id, |c| c.close_after_reply = true);
+        srv.wake(id);
+        return;
+    }
     let pending = match std::mem::replace(&mut r.state, ReplicaState::Online) {
         ReplicaState::WaitBgsaveEnd { pending } => pending,
         _ => Vec::new(),
@@ -515,7 +577,9 @@ pub fn distribute(srv: &mut Server, mut current: Option<&mut Client>) {
         .filter_map(|r| match &mut r.state {
             ReplicaState::Online => Some(r.id),
             ReplicaState::WaitBgsaveEnd { pending } => {
-                pending.extend_from_slice(&fresh);
+                if !r.announce.rdb_only {
+                    pending.extend_from_slice(&fresh);
+                }
                 None
             }
             ReplicaState::WaitBgsaveStart => None,
@@ -527,6 +591,19 @@ pub fn distribute(srv: &mut Server, mut current: Option<&mut Client>) {
     let mut fresh = fresh;
     fresh.clear();
     srv.prop.repl_fresh = fresh;
+}
+
+/// The task that hands the stream to the replicas: woken when a
+/// connection's turn grew it, it runs once the clients ready in this round
+/// have had theirs, so a replica gets the round's writes in one piece (one
+/// write on its socket, as Redis writes replicas in beforeSleep) instead of
+/// one per client.
+pub async fn feeder(srv: std::rc::Rc<std::cell::RefCell<Server>>) {
+    let feed = srv.borrow().repl.feed.clone();
+    loop {
+        feed.notified().await;
+        distribute(&mut srv.borrow_mut(), None);
+    }
 }
 
 /// Runs `f` on a client's state, the running one included.
@@ -578,7 +655,8 @@ pub fn ack(srv: &mut Server, current: &mut Client, offset: i64) {
 
 /// Once a second (Redis's `replicationCron`, master part): a PING into the
 /// stream every `repl-ping-replica-period` seconds, a newline to replicas
-/// still waiting for their RDB (so they know the master is alive),
+/// still waiting for their RDB (so they know the master is alive; not
+/// during a diskless transfer, whose bytes share the connection),
 /// replicas silent for `repl-timeout` dropped, a delayed RDB child
 /// started, and the backlog freed after `repl-backlog-ttl` without
 /// replicas.
@@ -602,7 +680,10 @@ pub fn cron(srv: &mut Server) {
                     ));
                     dropped.push(r.id);
                 }
-                ReplicaState::WaitBgsaveStart | ReplicaState::WaitBgsaveEnd { .. } => {
+                // Not while a diskless transfer streams the RDB into the
+                // same connection: a newline there would land inside it.
+                ReplicaState::WaitBgsaveStart => push(srv, None, r.id, |c| c.reply.raw(b"\n")),
+                ReplicaState::WaitBgsaveEnd { .. } if !r.via_socket => {
                     push(srv, None, r.id, |c| c.reply.raw(b"\n"));
                 }
                 _ => {}

@@ -22,6 +22,27 @@ pub struct Announce {
     pub capa_eof: bool,
     /// `capa psync2`: understands `+CONTINUE <replid>`.
     pub capa_psync2: bool,
+    /// `rdb-only 1`: wants the RDB and no stream after it (`redis-cli --rdb`).
+    pub rdb_only: bool,
+    /// `rdb-filter-only`: the RDB without the keys / without the functions.
+    pub exclude_data: bool,
+    pub exclude_functions: bool,
+}
+
+impl Announce {
+    /// The RDB this replica needs, as save options.
+    pub fn save_options(&self) -> crate::persist::rdb::SaveOptions {
+        crate::persist::rdb::SaveOptions {
+            exclude_data: self.exclude_data,
+            exclude_functions: self.exclude_functions,
+            ..Default::default()
+        }
+    }
+
+    /// Replicas that can share one transfer ask for the same RDB.
+    fn same_rdb(&self, other: &Announce) -> bool {
+        (self.exclude_data, self.exclude_functions) == (other.exclude_data, other.exclude_functions)
+    }
 }
 
 /// Where a replica is in its synchronisation (Redis's `replstate`).
@@ -104,6 +125,8 @@ pub struct Repl {
     pub sync_full: u64,
     pub sync_partial_ok: u64,
     pub sync_partial_err: u64,
+    /// Wakes [`master::feeder`]: the stream grew.
+    pub feed: std::rc::Rc<tokio::sync::Notify>,
     /// Seconds the replication cron has run (pings every
     /// `repl-ping-replica-period` of them).
     pub cron_secs: u64,
@@ -127,6 +150,7 @@ impl Repl {
             sync_partial_ok: 0,
             sync_partial_err: 0,
             cron_secs: 0,
+            feed: Default::default(),
         }
     }
 
