@@ -258,11 +258,16 @@ pub fn run_main(config: Config) -> std::io::Result<()> {
         || (config.logfile.as_deref().unwrap_or("").is_empty()
             && std::io::IsTerminal::is_terminal(&std::io::stdout()));
     let modules = (config.loadmodules.clone(), config.module_configs);
+    let mode = if config.get("cluster-enabled") == Some("yes") {
+        "cluster"
+    } else {
+        "standalone"
+    };
     let announce = Box::new(move || {
         if show_logo {
-            log::raw_notice(&logo(port));
+            log::raw_notice(&logo(port, mode));
         } else {
-            log::notice(&format!("Running mode=standalone, port={port}."));
+            log::notice(&format!("Running mode={mode}, port={port}."));
         }
         log::notice("Server initialized");
         if !cmd::server::module::load_queued(&modules.0, modules.1) {
@@ -284,7 +289,7 @@ pub fn run_main(config: Config) -> std::io::Result<()> {
 /// terminal). Its ` Port: ` and ` PID: ` lines are part of the interface:
 /// Redis's own test harness waits for ` PID: <pid>` before it talks to a
 /// server it started.
-fn logo(port: u16) -> String {
+fn logo(port: u16, mode: &str) -> String {
     let version = env!("CARGO_PKG_VERSION");
     let pid = std::process::id();
     format!(
@@ -292,7 +297,7 @@ fn logo(port: u16) -> String {
          \x20   ___       _     _ _\n\
          \x20  / _ \\__  _(_) __| (_)___      Oxidis {version} (Redis {REDIS_VERSION} compatible) 64 bit\n\
          \x20 | | | \\ \\/ / |/ _` | / __|\n\
-         \x20 | |_| |>  <| | (_| | \\__ \\      Running in standalone mode\n\
+         \x20 | |_| |>  <| | (_| | \\__ \\      Running in {mode} mode\n\
          \x20  \\___//_/\\_\\_|\\__,_|_|___/      Port: {port}\n\
          \x20                                 PID: {pid}\n\n"
     )
