@@ -437,3 +437,44 @@ fn redis_cli_cluster_check_accepts_a_one_node_cluster() {
     let (_, text) = cluster_cli("check", h.addr());
     assert!(text.contains("has slots in migrating state 7"), "{text}");
 }
+
+/// What a client blocked in BLPOP on `foo` gets when the slot of `foo`
+/// (12182) is taken from the node: the server at `addr` decides.
+fn blocked_client_answer(addr: &str) -> String {
+    let url = format!("redis://{addr}/");
+    let mut admin = redis::Client::open(url.as_str())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let _: () = cmd(&mut admin, &["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]);
+    wait_ok(&mut admin);
+    let mut blocked = redis::Client::open(url.as_str())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let waiter = std::thread::spawn(move || try_cmd(&mut blocked, &["BLPOP", "foo", "0"]));
+    // Wait until the client is blocked, then take the slot away.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let info: String = cmd(&mut admin, &["INFO", "clients"]);
+        if info.contains("blocked_clients:1\r\n") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the client never blocked");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _: () = cmd(&mut admin, &["CLUSTER", "DELSLOTS", "12182"]);
+    waiter.join().unwrap().unwrap_err()
+}
+
+#[test]
+fn blocked_client_is_answered_when_its_slot_goes() {
+    let rdir = temp_dir("clu-block-real");
+    let real = RedisServer::start_in(&rdir, &["--cluster-enabled", "yes"]);
+    let theirs = blocked_client_answer(&real.addr());
+    let dir = temp_dir("clu-block");
+    let h = node_in(&dir, &[]);
+    let ours = blocked_client_answer(&h.addr().to_string());
+    assert_eq!(ours, theirs);
+    assert_eq!(ours, "CLUSTERDOWN The cluster is down");
+}

@@ -7,6 +7,7 @@
 //! nodes are known only from nodes.conf; the state follows Redis's
 //! `clusterUpdateState` from what this view says.
 
+pub mod blocked;
 pub mod config_file;
 pub mod keyindex;
 pub mod node;
@@ -254,4 +255,5 @@ pub fn cron(srv: &mut crate::server::Server) {
         c.announce(&srv.config);
         c.update_state(crate::clock::real_now_us() / 1000, full, timeout);
     }
+    blocked::redirect(srv);
 }
