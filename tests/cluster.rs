@@ -478,3 +478,39 @@ fn blocked_client_is_answered_when_its_slot_goes() {
     assert_eq!(ours, theirs);
     assert_eq!(ours, "CLUSTERDOWN The cluster is down");
 }
+
+/// What a client subscribed to shard channels `{t}a` and `{t}b` (slot
+/// 15891) and `foo` (12182) receives when slot 15891 is deleted, then what
+/// SPUBLISH to `foo` counts: the server at `addr` decides.
+fn shard_subscriber_after_delslots(addr: &str) -> (Vec<Vec<u8>>, i64) {
+    let url = format!("redis://{addr}/");
+    let mut admin = redis::Client::open(url.as_str())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let _: () = cmd(&mut admin, &["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]);
+    wait_ok(&mut admin);
+    let mut sub = common::Raw::connect_to(addr);
+    sub.cmd(&[b"SSUBSCRIBE", b"{t}a", b"{t}b"]);
+    sub.read_raw();
+    sub.read_raw();
+    sub.cmd(&[b"SSUBSCRIBE", b"foo"]);
+    sub.read_raw();
+    let _: () = cmd(&mut admin, &["CLUSTER", "DELSLOTS", "15891"]);
+    let got = vec![sub.read_raw(), sub.read_raw()];
+    // With the cluster down, shard pub/sub goes on (its own setting).
+    let n: i64 = cmd(&mut admin, &["SPUBLISH", "foo", "m"]);
+    (got, n)
+}
+
+#[test]
+fn shard_channels_of_a_deleted_slot_are_unsubscribed() {
+    let rdir = temp_dir("clu-shard-real");
+    let real = RedisServer::start_in(&rdir, &["--cluster-enabled", "yes"]);
+    let theirs = shard_subscriber_after_delslots(&real.addr());
+    let dir = temp_dir("clu-shard");
+    let h = node_in(&dir, &[]);
+    let ours = shard_subscriber_after_delslots(&h.addr().to_string());
+    assert_eq!(ours, theirs);
+    assert_eq!(ours.1, 1);
+}

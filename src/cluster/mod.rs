@@ -8,6 +8,7 @@
 //! `clusterUpdateState` from what this view says.
 
 pub mod blocked;
+pub mod channels;
 pub mod config_file;
 pub mod keyindex;
 pub mod node;
@@ -45,6 +46,8 @@ pub struct Cluster {
     among_minority_ms: i64,
     /// Where nodes.conf lives (absolute, or relative to the working directory).
     pub config_path: std::path::PathBuf,
+    /// The slots this node served at the last change (`channels::after_change`).
+    pub served: Vec<bool>,
 }
 
 impl Cluster {
@@ -63,6 +66,7 @@ impl Cluster {
             first_update_ms: 0,
             among_minority_ms: 0,
             config_path,
+            served: vec![false; SLOTS],
         }
     }
 
@@ -240,6 +244,8 @@ pub fn init(srv: &mut crate::server::Server) -> Result<(), String> {
             crate::config::os_error(&e)
         )
     })?;
+    let me = cluster.myself;
+    cluster.served = cluster.owners.iter().map(|o| *o == Some(me)).collect();
     srv.cluster = Some(Box::new(cluster));
     srv.ks.dbs[0].index_slots();
     cron(srv);

@@ -171,6 +171,7 @@ fn changed(ctx: &mut Ctx) {
             ));
         }
     }
+    crate::cluster::channels::after_change(ctx.srv, ctx.client);
     crate::cluster::cron(ctx.srv);
 }
 
