@@ -201,6 +201,12 @@ fn run_on_thread(
                                 return;
                             }
                         }
+                        if srv.borrow().cluster.is_some() {
+                            if let Err(e) = cluster::verify_with_data(&mut srv.borrow_mut()) {
+                                let _ = tx.send(Err(std::io::Error::other(e)));
+                                return;
+                            }
+                        }
                         let taps = srv.borrow().prop.hub();
                         let _ = tx.send(Ok((addrs, path, taps)));
                         net::listener::run(srv, tcp, unix, stop2, signals).await;

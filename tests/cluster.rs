@@ -514,3 +514,42 @@ fn shard_channels_of_a_deleted_slot_are_unsubscribed() {
     assert_eq!(ours, theirs);
     assert_eq!(ours.1, 1);
 }
+
+#[test]
+fn keys_loaded_at_start_claim_their_unassigned_slots() {
+    let dir = temp_dir("clu-claim");
+    {
+        // A standalone server leaves a dump with keys in slots 12182 and 5061.
+        let h = common::start_with(&["--dir", dir.to_str().unwrap()]);
+        let mut c = common::conn(&h);
+        let _: () = cmd(&mut c, &["SET", "foo", "1"]);
+        let _: () = cmd(&mut c, &["SET", "bar", "2"]);
+        let _: () = cmd(&mut c, &["SAVE"]);
+    }
+    let h = node_in(&dir, &[]);
+    let mut c = common::conn(&h);
+    let nodes: String = cmd(&mut c, &["CLUSTER", "NODES"]);
+    assert!(
+        nodes.trim_end().ends_with("connected 5061 12182"),
+        "{nodes}"
+    );
+    let n: i64 = cmd(&mut c, &["CLUSTER", "COUNTKEYSINSLOT", "12182"]);
+    assert_eq!(n, 1);
+    drop(h);
+    // Keys outside database 0: the node does not start.
+    let other = temp_dir("clu-db1");
+    {
+        let h = common::start_with(&["--dir", other.to_str().unwrap()]);
+        let mut c = common::conn(&h);
+        let _: () = cmd(&mut c, &["SELECT", "1"]);
+        let _: () = cmd(&mut c, &["SET", "foo", "1"]);
+        let _: () = cmd(&mut c, &["SAVE"]);
+    }
+    let mut args: Vec<String> = ["--port", "0", "--cluster-enabled", "yes", "--dir"]
+        .map(String::from)
+        .to_vec();
+    args.push(other.to_string_lossy().into_owned());
+    let config = oxidis::config::from_args(&args).unwrap();
+    let err = oxidis::start(config).err().expect("refused");
+    assert!(err.to_string().contains("DB different than DB 0"), "{err}");
+}

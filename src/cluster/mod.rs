@@ -263,3 +263,55 @@ pub fn cron(srv: &mut crate::server::Server) {
     }
     blocked::redirect(srv);
 }
+
+/// After the dataset loaded at start (Redis's `verifyClusterConfigWithData`):
+/// keys outside database 0 refuse the start; a slot holding keys that this
+/// node neither serves nor imports is taken when unassigned, or marked as
+/// imported from its owner.
+pub fn verify_with_data(srv: &mut crate::server::Server) -> Result<(), String> {
+    if srv.ks.dbs.iter().skip(1).any(|db| !db.is_empty()) {
+        return Err(
+            "You can't have keys in a DB different than DB 0 when in Cluster mode. Exiting.".into(),
+        );
+    }
+    let Some(ix) = srv.ks.dbs[0].slots.as_deref() else {
+        return Ok(());
+    };
+    let Some(c) = srv.cluster.as_deref_mut() else {
+        return Ok(());
+    };
+    if c.me().is_replica() {
+        return Ok(());
+    }
+    let mut changed = false;
+    for s in 0..SLOTS {
+        let slot = s as u16;
+        if ix.count(slot) == 0 || c.mine(slot) || c.importing[s].is_some() {
+            continue;
+        }
+        changed = true;
+        match c.owners[s] {
+            None => {
+                crate::log::warning(&format!(
+                    "I have keys for unassigned slot {s}. Taking responsibility for it."
+                ));
+                c.add_slot(slot, c.myself);
+            }
+            Some(owner) => {
+                crate::log::warning(&format!("I have keys for slot {s}, but the slot is assigned to another node. Setting it to importing state."));
+                c.importing[s] = Some(owner);
+            }
+        }
+    }
+    if changed {
+        let me = c.myself;
+        c.served = c.owners.iter().map(|o| *o == Some(me)).collect();
+        config_file::save(c).map_err(|e| {
+            format!(
+                "Fatal: can't update cluster config file: {}",
+                crate::config::os_error(&e)
+            )
+        })?;
+    }
+    Ok(())
+}
