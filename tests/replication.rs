@@ -390,3 +390,62 @@ fn a_slow_diskless_transfer_reaches_the_replica_whole() {
     });
     assert_eq!(digest(&mut r), digest(&mut m));
 }
+
+/// SHUTDOWN waits (up to `shutdown-timeout`) for replicas that have not
+/// acknowledged the whole stream, with writes paused; SHUTDOWN ABORT
+/// cancels it and the waiting client gets Redis's error.
+#[test]
+fn shutdown_waits_for_lagging_replicas_and_abort_cancels() {
+    let dir = temp_dir("shutdown-wait");
+    let port = common::real_redis::free_port();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_oxidis-server"))
+        .args([
+            "--port",
+            &port.to_string(),
+            "--save",
+            "",
+            "--shutdown-timeout",
+            "2",
+        ])
+        .args(["--repl-diskless-sync-delay", "0"])
+        .arg("--dir")
+        .arg(&dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    eventually("oxidis-server to listen", || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    // A replica that never acknowledges (SYNC, the old protocol).
+    let mut replica = common::Raw::connect_to(("127.0.0.1", port));
+    replica.send(b"SYNC\r\n");
+    let mut a = common::Raw::connect_to(("127.0.0.1", port));
+    eventually("the replica to be online", || {
+        a.cmd(&[b"INFO", b"replication"]);
+        String::from_utf8_lossy(&a.read_raw()).contains("state=online")
+    });
+    a.cmd(&[b"SET", b"k", b"v"]);
+    assert_eq!(a.read_raw(), b"+OK\r\n");
+    a.cmd(&[b"SHUTDOWN"]);
+    assert_eq!(
+        a.try_read_raw(Duration::from_millis(300)),
+        None,
+        "SHUTDOWN waits"
+    );
+    let mut b = common::Raw::connect_to(("127.0.0.1", port));
+    b.cmd(&[b"SHUTDOWN", b"ABORT"]);
+    assert_eq!(b.read_raw(), b"+OK\r\n");
+    assert_eq!(
+        a.read_raw(),
+        b"-ERR Errors trying to SHUTDOWN. Check logs.\r\n"
+    );
+    b.cmd(&[b"SET", b"k", b"w"]);
+    assert_eq!(b.read_raw(), b"+OK\r\n", "writes resume");
+    b.cmd(&[b"SHUTDOWN", b"ABORT"]);
+    assert_eq!(b.read_raw(), b"-ERR No shutdown in progress.\r\n");
+    // Without ABORT it ends once the timeout passes.
+    a.cmd(&[b"SHUTDOWN", b"NOSAVE"]);
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+}

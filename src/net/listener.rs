@@ -305,6 +305,7 @@ pub async fn run(
     }
     let shutdown = srv.borrow().shutdown_signal.clone();
     if handle_signals {
+        super::shutdown::install_insist_handler();
         let mut term =
             tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
         let mut int =
@@ -327,7 +328,7 @@ pub async fn run(
                 }
             };
             // SHUTDOWN and an embedding's stop already did (or skip) the
-            // preparation; a signal prepares here, and a failed save (the
+            // preparation; a signal schedules it, and a failed save (the
             // only way it fails) leaves the server running, as in Redis.
             let signal = tokio::select! {
                 _ = term_fut => {
@@ -341,15 +342,9 @@ pub async fn run(
                 _ = shutdown.notified() => break,
                 _ = stop.notified() => break,
             };
-            let mut s = srv.borrow_mut();
-            let (save, force) = super::shutdown::signal_flags(&s, signal.0);
-            if super::shutdown::prepare(&mut s, save, force).is_ok() {
-                break;
-            }
-            log::warning(&format!(
-                "{} received but errors trying to shut down the server, check the logs for more information",
-                signal.1
-            ));
+            // The cron carries it out (`shutdown::cron`), as Redis's
+            // serverCron, so SHUTDOWN ABORT can still cancel it.
+            super::shutdown::schedule_from_signal(&mut srv.borrow_mut(), signal.1, signal.0);
         }
     } else {
         tokio::select! {

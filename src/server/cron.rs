@@ -44,6 +44,7 @@ pub async fn run(srv: Rc<RefCell<Server>>) {
         // statistics are read when asked for (memory::sampled).
         super::memory::used_memory();
         crate::persist::cron(&mut s);
+        crate::net::shutdown::cron(&mut s);
         ticks += 1;
         if ticks >= hz {
             ticks = 0;
