@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use crate::server::notify;
 
 mod load;
+mod oxidis_params;
 mod params;
 pub mod rewrite;
 mod special;
@@ -43,6 +44,7 @@ pub const PROTECTED: u8 = 2; // CONFIG SET refused unless enable-protected-confi
 pub const SENSITIVE: u8 = 4; // hidden from logs
 pub const HIDDEN: u8 = 8; // CONFIG GET shows it only when named exactly, not for a pattern
 
+#[derive(Clone, Copy, Debug)]
 pub struct Param {
     pub name: &'static str,
     pub alias: Option<&'static str>,
@@ -96,6 +98,7 @@ pub static ACTED: &[&str] = &[
     "lazyfree-lazy-user-del",
     "lazyfree-lazy-user-flush",
     "pidfile",
+    "port-file",
     "logfile",
     "loglevel",
     "dir",
@@ -145,8 +148,15 @@ pub static ACTED: &[&str] = &[
 
 const LOGLEVELS: &[&str] = &["debug", "verbose", "notice", "warning"];
 
-/// Every parameter Redis 7.0 knows, in its names (generated from a real server).
-pub static PARAMS: &[Param] = params::GENERATED;
+/// Every parameter Redis 7.0 knows, in its names (generated from a real
+/// server), then the ones only Oxidis has.
+pub static PARAMS: std::sync::LazyLock<Vec<Param>> = std::sync::LazyLock::new(|| {
+    params::GENERATED
+        .iter()
+        .chain(oxidis_params::OXIDIS)
+        .copied()
+        .collect()
+});
 
 /// The running configuration.
 #[derive(Clone, Debug)]
@@ -179,6 +189,8 @@ pub struct Config {
     pub protected_mode: bool,
     pub daemonize: bool,
     pub pidfile: Option<String>,
+    /// `port-file`: where the bound TCP port is written once the server is ready.
+    pub port_file: Option<String>,
     pub logfile: Option<String>,
     pub loglevel: usize,
     pub proto_max_bulk_len: i64,
@@ -262,6 +274,7 @@ impl Default for Config {
             protected_mode: true,
             daemonize: false,
             pidfile: None,
+            port_file: None,
             logfile: None,
             loglevel: 2,
             proto_max_bulk_len: 512 * 1024 * 1024,
@@ -298,13 +311,13 @@ impl Default for Config {
             lfu_decay_time: 1,
             lazyfree_lazy_expire: false,
         };
-        for prm in PARAMS {
+        for prm in PARAMS.iter() {
             c.values.insert(prm.name, prm.default.as_bytes().to_vec());
         }
         if let Ok(cwd) = std::env::current_dir() {
             c.values.insert("dir", path_bytes(&cwd));
         }
-        for prm in PARAMS {
+        for prm in PARAMS.iter() {
             c.apply(prm.name);
         }
         c
@@ -519,6 +532,7 @@ impl Config {
             "protected-mode" => self.protected_mode = v == "yes",
             "daemonize" => self.daemonize = v == "yes",
             "pidfile" => self.pidfile = opt(&v),
+            "port-file" => self.port_file = opt(&v),
             "logfile" => self.logfile = opt(&v),
             "loglevel" => self.loglevel = LOGLEVELS.iter().position(|l| *l == v).unwrap_or(2),
             "proto-max-bulk-len" => self.proto_max_bulk_len = int(),
