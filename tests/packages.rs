@@ -49,45 +49,33 @@ fn text(o: &Output) -> String {
 }
 
 /// True when this build has the test controls (issue 17): then the
-/// packages' control tests must run, not skip. Found by starting the binary
-/// with `--enable-test-controls yes`: a build without the switch refuses it
-/// at once (Bad directive); one with it serves and is stopped here.
-fn probe_controls() -> bool {
-    static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *HAS.get_or_init(probe)
+/// packages' control tests must run, not skip. Nothing starts: the config
+/// is read line by line, so a build without the switch names it in its
+/// fatal error, and one with it names the unknown directive after it.
+fn has_test_controls() -> bool {
+    let o = run(
+        Command::new(BIN).args(["--enable-test-controls", "yes", "--no-such-directive", "1"]),
+        "",
+    );
+    let out = text(&o);
+    assert!(
+        !o.status.success() && out.contains("Bad directive"),
+        "{out}"
+    );
+    !out.contains("enable-test-controls")
 }
 
-fn probe() -> bool {
-    let dir = work("probe");
-    let port_file = dir.join("port");
-    let _ = std::fs::remove_file(&port_file);
-    let mut child = Command::new(BIN)
-        .args(["--port", "0", "--save", "", "--enable-test-controls", "yes"])
-        .arg("--port-file")
-        .arg(&port_file)
-        .arg("--dir")
-        .arg(&dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            assert!(!status.success(), "exited without serving");
-            return false;
-        }
-        if let Ok(p) = std::fs::read_to_string(&port_file) {
-            if let Ok(port) = p.trim().parse::<u16>() {
-                use std::io::Write;
-                let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-                s.write_all(b"SHUTDOWN NOSAVE\r\n").unwrap();
-                let _ = child.wait();
-                return true;
-            }
-        }
-        std::thread::sleep(std::time::Duration::from_millis(5));
+/// Runs a package's suite (with the test controls required when this build
+/// has them); returns its output, failing with it when the suite fails.
+fn run_suite(cmd: &mut Command, missing: &str) -> String {
+    cmd.env("OXIDIS_SERVER_BIN", BIN);
+    if has_test_controls() {
+        cmd.env("OXIDIS_TEST_CONTROLS_REQUIRED", "1");
     }
+    let o = run(cmd, missing);
+    let out = text(&o);
+    assert!(o.status.success(), "{cmd:?} failed:\n{out}");
+    out
 }
 
 /// A virtualenv with redis-py and pytest, made on the first run.
@@ -101,7 +89,9 @@ fn venv() -> PathBuf {
             .is_ok_and(|s| s.success());
     if !ready {
         check(
-            Command::new("python3").args(["-m", "venv", "--clear"]).arg(&dir),
+            Command::new("python3")
+                .args(["-m", "venv", "--clear"])
+                .arg(&dir),
             "python3 with venv is needed (Debian: apt-get install python3-venv)",
         );
         check(
@@ -123,21 +113,17 @@ fn venv() -> PathBuf {
 fn python_package_suite_with_redis_py() {
     let python = venv();
     let pkg = repo().join("packages/python");
-    let mut cmd = Command::new(&python);
-    cmd.args(["-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider"])
-        // From the source tree: the plugin by name (pip's entry point in .ci/run).
-        .args(["-p", "oxidis.pytest_plugin"])
-        .arg(pkg.join("tests"))
-        .current_dir(work("pytest"))
-        .env("PYTHONPATH", pkg.join("python"))
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .env("OXIDIS_SERVER_BIN", BIN);
-    if probe_controls() {
-        cmd.env("OXIDIS_TEST_CONTROLS_REQUIRED", "1");
-    }
-    let o = run(&mut cmd, "");
-    let out = text(&o);
-    assert!(o.status.success(), "pytest failed:\n{out}");
+    let out = run_suite(
+        Command::new(&python)
+            .args(["-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider"])
+            // From the source tree: the plugin by name (pip's entry point in .ci/run).
+            .args(["-p", "oxidis.pytest_plugin"])
+            .arg(pkg.join("tests"))
+            .current_dir(work("pytest"))
+            .env("PYTHONPATH", pkg.join("python"))
+            .env("PYTHONDONTWRITEBYTECODE", "1"),
+        "",
+    );
     assert!(out.contains(" passed"), "{out}");
 }
 
@@ -155,8 +141,8 @@ fn node_project() -> PathBuf {
         )
         .unwrap();
     }
-    let ready = dir.join("node_modules/ioredis").exists()
-        && dir.join("node_modules/oxidis").exists();
+    let ready =
+        dir.join("node_modules/ioredis").exists() && dir.join("node_modules/oxidis").exists();
     if !ready {
         check(
             Command::new("npm")
@@ -176,17 +162,13 @@ fn node_project() -> PathBuf {
 fn node_package_suite_with_ioredis() {
     let dir = node_project();
     let test = repo().join("packages/node/test/oxidis.test.js");
-    let mut cmd = Command::new("node");
-    cmd.arg("--test")
-        .arg(&test)
-        .current_dir(&dir)
-        .env("NODE_PATH", dir.join("node_modules"))
-        .env("OXIDIS_SERVER_BIN", BIN);
-    if probe_controls() {
-        cmd.env("OXIDIS_TEST_CONTROLS_REQUIRED", "1");
-    }
-    let o = run(&mut cmd, "node is needed (Debian: apt-get install nodejs)");
-    let out = text(&o);
-    assert!(o.status.success(), "node --test failed:\n{out}");
+    let out = run_suite(
+        Command::new("node")
+            .arg("--test")
+            .arg(&test)
+            .current_dir(&dir)
+            .env("NODE_PATH", dir.join("node_modules")),
+        "node is needed (Debian: apt-get install nodejs)",
+    );
     assert!(out.contains("# fail 0"), "{out}");
 }
