@@ -38,17 +38,11 @@ VALUE = b"x" * int(os.environ["BENCH_VALUE_SIZE"])
 MODE = os.environ["BENCH_MODE"]
 
 
-def load(url):
-    p = redis.Redis.from_url(url).pipeline(transaction=False)
+def load(client):
+    p = client.pipeline(transaction=False)
     for i in range(KEYS):
         p.set(f"user:{i}", VALUE)
     p.execute()
-
-
-@pytest.fixture(scope="session")
-def loaded_once(oxidis):
-    if MODE == "checkpoint":
-        load(oxidis.url)
 
 
 @pytest.fixture(scope="session")
@@ -56,10 +50,16 @@ def client(oxidis):
     return redis.Redis.from_url(oxidis.url)
 
 
+@pytest.fixture(scope="session")
+def loaded_once(client):
+    if MODE == "checkpoint":
+        load(client)
+
+
 @pytest.fixture
 def db(loaded_once, redis_url, client):
     if MODE == "flushall":
-        load(redis_url)
+        load(client)
     return client
 '''
 
