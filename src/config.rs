@@ -10,7 +10,6 @@ use std::collections::BTreeMap;
 use crate::server::notify;
 
 mod load;
-mod oxidis_params;
 mod params;
 pub mod rewrite;
 mod special;
@@ -44,7 +43,6 @@ pub const PROTECTED: u8 = 2; // CONFIG SET refused unless enable-protected-confi
 pub const SENSITIVE: u8 = 4; // hidden from logs
 pub const HIDDEN: u8 = 8; // CONFIG GET shows it only when named exactly, not for a pattern
 
-#[derive(Clone, Copy, Debug)]
 pub struct Param {
     pub name: &'static str,
     pub alias: Option<&'static str>,
@@ -148,15 +146,8 @@ pub static ACTED: &[&str] = &[
 
 const LOGLEVELS: &[&str] = &["debug", "verbose", "notice", "warning"];
 
-/// Every parameter Redis 7.0 knows, in its names (generated from a real
-/// server), then the ones only Oxidis has.
-pub static PARAMS: std::sync::LazyLock<Vec<Param>> = std::sync::LazyLock::new(|| {
-    params::GENERATED
-        .iter()
-        .chain(oxidis_params::OXIDIS)
-        .copied()
-        .collect()
-});
+/// Every parameter Redis 7.0 knows, in its names (generated from a real server).
+pub static PARAMS: &[Param] = params::GENERATED;
 
 /// The running configuration.
 #[derive(Clone, Debug)]
@@ -311,13 +302,13 @@ impl Default for Config {
             lfu_decay_time: 1,
             lazyfree_lazy_expire: false,
         };
-        for prm in PARAMS.iter() {
+        for prm in PARAMS {
             c.values.insert(prm.name, prm.default.as_bytes().to_vec());
         }
         if let Ok(cwd) = std::env::current_dir() {
             c.values.insert("dir", path_bytes(&cwd));
         }
-        for prm in PARAMS.iter() {
+        for prm in PARAMS {
             c.apply(prm.name);
         }
         c

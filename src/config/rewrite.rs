@@ -207,7 +207,7 @@ fn write_config(
         Err(e) => return Err(super::os_error(&e)),
     };
     let mut st = State::read(&old);
-    for p in PARAMS.iter() {
+    for p in PARAMS {
         let value = cfg.get_bytes(p.name).unwrap_or_default();
         // Redis always writes these, default or not.
         // Forcing all, Redis still skips strings it keeps as NULL when
