@@ -277,5 +277,9 @@ pub fn finish(s: &mut Server) {
         log::notice("Removing the pid file.");
         let _ = std::fs::remove_file(pid);
     }
+    if let Some(path) = &s.config.port_file {
+        // Gone with the port it names, so a harness never reads a stale one.
+        let _ = std::fs::remove_file(path);
+    }
     log::warning("Redis is now ready to exit, bye bye...");
 }
