@@ -194,15 +194,7 @@ fn partial_resync_after_the_link_drops_and_info_as_redis() {
         .query(&mut m)
         .unwrap();
     assert_eq!(killed, 1);
-    let _: () = redis::cmd("SET").arg("k").arg("2").query(&mut m).unwrap();
-    eventually("the write after the drop to arrive", || {
-        redis::cmd("GET")
-            .arg("k")
-            .query::<Option<String>>(&mut r)
-            .unwrap()
-            .as_deref()
-            == Some("2")
-    });
+    set_and_see(&mut m, &mut r, "2");
     assert_eq!(info_field(&mut m, "stats", "sync_full"), "1");
     assert_eq!(info_field(&mut m, "stats", "sync_partial_ok"), "1");
     eventually("the replica's ACK", || {
@@ -255,8 +247,9 @@ fn partial_resync_after_the_link_drops_and_info_as_redis() {
     );
 }
 
-/// Starts the oxidis-server binary on `port` in `dir` (killed by the caller).
-fn spawn_binary(port: u16, dir: &std::path::Path) -> std::process::Child {
+/// Starts the oxidis-server binary on `port` in `dir` with `extra` flags
+/// (killed or shut down by the caller).
+fn spawn_binary(port: u16, dir: &std::path::Path, extra: &[&str]) -> std::process::Child {
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_oxidis-server"))
         .args([
             "--port",
@@ -266,6 +259,7 @@ fn spawn_binary(port: u16, dir: &std::path::Path) -> std::process::Child {
             "--repl-diskless-sync-delay",
             "0",
         ])
+        .args(extra)
         .arg("--dir")
         .arg(dir)
         .stdout(std::process::Stdio::null())
@@ -278,6 +272,19 @@ fn spawn_binary(port: u16, dir: &std::path::Path) -> std::process::Child {
     child
 }
 
+/// SETs `k` to `v` on the master and waits until the replica has it.
+fn set_and_see(m: &mut Connection, r: &mut Connection, v: &str) {
+    let _: () = redis::cmd("SET").arg("k").arg(v).query(m).unwrap();
+    eventually("the write to reach the replica", || {
+        redis::cmd("GET")
+            .arg("k")
+            .query::<Option<String>>(r)
+            .unwrap()
+            .as_deref()
+            == Some(v)
+    });
+}
+
 /// A master that restarts from its RDB keeps its replication history: the
 /// RDB carries repl-id/repl-offset, and a real Redis replica continues with
 /// a partial resync, as with a restarted Redis 7.0 master.
@@ -285,7 +292,7 @@ fn spawn_binary(port: u16, dir: &std::path::Path) -> std::process::Child {
 fn a_restarted_master_lets_its_replica_continue() {
     let dir = temp_dir("restart-master");
     let port = common::real_redis::free_port();
-    let mut master = spawn_binary(port, &dir);
+    let mut master = spawn_binary(port, &dir, &[]);
     let mut m = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
         .unwrap()
         .get_connection()
@@ -304,7 +311,7 @@ fn a_restarted_master_lets_its_replica_continue() {
         "the RDB has the history"
     );
 
-    let mut master = spawn_binary(port, &dir);
+    let mut master = spawn_binary(port, &dir, &[]);
     let mut m = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
         .unwrap()
         .get_connection()
@@ -322,15 +329,7 @@ fn a_restarted_master_lets_its_replica_continue() {
     eventually("the replica to reconnect", || {
         info_field(&mut r, "replication", "master_link_status") == "up"
     });
-    let _: () = redis::cmd("SET").arg("k").arg("2").query(&mut m).unwrap();
-    eventually("the write after the restart", || {
-        redis::cmd("GET")
-            .arg("k")
-            .query::<Option<String>>(&mut r)
-            .unwrap()
-            .as_deref()
-            == Some("2")
-    });
+    set_and_see(&mut m, &mut r, "2");
     assert_eq!(info_field(&mut m, "stats", "sync_partial_ok"), "1");
     assert_eq!(info_field(&mut m, "stats", "sync_full"), "0");
     let _ = master.kill();
@@ -372,25 +371,7 @@ fn a_slow_diskless_transfer_reaches_the_replica_whole() {
 fn shutdown_waits_for_lagging_replicas_and_abort_cancels() {
     let dir = temp_dir("shutdown-wait");
     let port = common::real_redis::free_port();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_oxidis-server"))
-        .args([
-            "--port",
-            &port.to_string(),
-            "--save",
-            "",
-            "--shutdown-timeout",
-            "2",
-        ])
-        .args(["--repl-diskless-sync-delay", "0"])
-        .arg("--dir")
-        .arg(&dir)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    eventually("oxidis-server to listen", || {
-        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-    });
+    let mut child = spawn_binary(port, &dir, &["--shutdown-timeout", "2"]);
     // A replica that never acknowledges (SYNC, the old protocol).
     let mut replica = common::Raw::connect_to(("127.0.0.1", port));
     replica.send(b"SYNC\r\n");
