@@ -47,7 +47,8 @@ HIDDEN = ["key-load-delay", "loading-process-events-interval-bytes", "rdb-key-sa
 
 # Oxidis's own parameters, which no redis-server has: (name, kind, default,
 # flags). Hidden, so CONFIG GET * answers the names Redis answers.
-OWN = [("enable-test-controls", ("Bool",), "no", "IMMUTABLE | HIDDEN")]
+OWN = [("enable-test-controls", ("Bool",), "no", "IMMUTABLE | HIDDEN"),
+       ("port-file", ("Str",), "", "IMMUTABLE | HIDDEN")]
 
 # Parameters whose CONFIG SET value Redis redacts in the slow log and MONITOR
 # (SENSITIVE_CONFIG; not observable through CONFIG, so listed by hand).

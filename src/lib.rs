@@ -110,24 +110,22 @@ impl Drop for Handle {
 }
 
 /// Starts a server for tests: listens as configured, except that a `port` of
-/// 0 here means "any free port" (unlike redis-server, where it means no TCP),
-/// unless a unix socket is configured.
+/// 0 (any free port, as in the binary, unless a unix socket is configured)
+/// binds only the loopback address.
 pub fn start(mut config: Config) -> std::io::Result<Handle> {
-    let ephemeral = config.port == 0 && config.unixsocket.is_none();
-    if ephemeral {
+    if config.port == 0 && config.unixsocket.is_none() {
         config.bind = vec!["127.0.0.1".into()];
     }
-    run_on_thread(config, ephemeral, false, None)
+    run_on_thread(config, false, None)
 }
 
 /// Runs the server on its own thread. `announce` runs once the sockets are
-/// bound, before the dataset loads (redis-server's logo and "Server
-/// initialized" come before "DB loaded from disk").
+/// bound, with the TCP port, before the dataset loads (redis-server's logo
+/// and "Server initialized" come before "DB loaded from disk").
 fn run_on_thread(
-    config: Config,
-    ephemeral: bool,
+    mut config: Config,
     signals: bool,
-    announce: Option<Box<dyn FnOnce() + Send>>,
+    announce: Option<Box<dyn FnOnce(u16) + Send>>,
 ) -> std::io::Result<Handle> {
     let (tx, rx) = std::sync::mpsc::channel();
     let stop = Arc::new(Notify::new());
@@ -145,19 +143,17 @@ fn run_on_thread(
                 .expect("tokio runtime");
             let local = tokio::task::LocalSet::new();
             local.block_on(&rt, async move {
-                let bound = if ephemeral {
-                    tokio::net::TcpListener::bind("127.0.0.1:0")
-                        .await
-                        .map(|l| (vec![l], None))
-                } else {
-                    net::listener::bind(&config).await
-                };
-                match bound {
+                match net::listener::bind(&config).await {
                     Ok((tcp, unix)) => {
                         let addrs = tcp
                             .iter()
                             .filter_map(|l| l.local_addr().ok())
                             .collect::<Vec<_>>();
+                        if let Some(a) = addrs.first() {
+                            // An ephemeral port: CONFIG GET and INFO show the real one.
+                            let _ = config.set("port", a.port().to_string().as_bytes());
+                        }
+                        let port = config.port;
                         let path = config.unixsocket.clone();
                         let srv = Rc::new(RefCell::new(server::Server::new(config)));
                         if let Err(e) = acl::file::load_at_startup(&mut srv.borrow_mut()) {
@@ -165,9 +161,6 @@ fn run_on_thread(
                             return;
                         }
                         server::memory::init();
-                        if let Some(a) = addrs.first() {
-                            srv.borrow_mut().config.port = a.port();
-                        }
                         if srv.borrow().config.get("cluster-enabled") == Some("yes") {
                             if let Err(e) = cluster::init(&mut srv.borrow_mut()) {
                                 let _ = tx.send(Err(std::io::Error::other(e)));
@@ -175,7 +168,7 @@ fn run_on_thread(
                             }
                         }
                         if let Some(f) = announce {
-                            f();
+                            f(port);
                         }
                         // While the dataset loads, the loader accepts
                         // connections and answers them itself (LOADING to
@@ -258,7 +251,8 @@ pub fn run_main(config: Config) -> std::io::Result<()> {
     if let Some(pid) = &config.pidfile {
         let _ = std::fs::write(pid, format!("{}\n", std::process::id()));
     }
-    let port = config.port;
+    let ephemeral = config.port == 0 && config.unixsocket.is_none();
+    let port_file = config.port_file.clone();
     let unix = config.unixsocket.clone();
     let show_logo = config.get("always-show-logo") == Some("yes")
         || (config.logfile.as_deref().unwrap_or("").is_empty()
@@ -269,7 +263,7 @@ pub fn run_main(config: Config) -> std::io::Result<()> {
     } else {
         "standalone"
     };
-    let announce = Box::new(move || {
+    let announce = Box::new(move |port| {
         if show_logo {
             log::raw_notice(&logo(port, mode));
         } else {
@@ -280,11 +274,24 @@ pub fn run_main(config: Config) -> std::io::Result<()> {
             std::process::exit(1);
         }
     });
-    let handle = run_on_thread(config, false, true, Some(announce))?;
+    let handle = run_on_thread(config, true, Some(announce))?;
+    let port = handle.tcp.first().map_or(0, |a| a.port());
+    if ephemeral {
+        // Redis logs no port here; a harness that asked for any free port
+        // (`port 0`) greps this line or reads `port-file`.
+        log::notice(&format!(
+            "The server is now ready to accept connections on port {port}"
+        ));
+    }
     if let Some(u) = unix {
         log::notice(&format!(
             "The server is now ready to accept connections at {u}"
         ));
+    }
+    if let Some(path) = port_file {
+        if let Err(e) = net::port_file::write(&path, port) {
+            log::warning(&format!("Failed to write port file '{path}': {e}"));
+        }
     }
     log::notice("Ready to accept connections");
     handle.wait();

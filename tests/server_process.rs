@@ -576,3 +576,124 @@ fn oom_score_adj_follows_config() {
         assert_eq!(oom_score(&p), *score, "{set:?}");
     }
 }
+
+/// The port the server said it bound, from its ephemeral-port log line.
+fn logged_port(p: &Proc) -> u16 {
+    let prefix = "The server is now ready to accept connections on port ";
+    let line = p
+        .log
+        .iter()
+        .find_map(|l| l.split_once(prefix).map(|(_, n)| n.to_string()))
+        .unwrap_or_else(|| panic!("no port line in {:?}", p.log));
+    line.parse().unwrap()
+}
+
+/// `--port 0` without a unix socket: redis-server 7.0.15 exits ("Configured
+/// to not listen anywhere, exiting."); Oxidis binds a port the OS picks and
+/// reports it in its log and in `port-file` (issue 17). With a unix socket
+/// it listens on no TCP port, as Redis (`unix_socket_only_with_port_zero`).
+#[test]
+fn port_zero_binds_an_ephemeral_port_and_reports_it() {
+    let dir = tmpdir("port0");
+    let file = dir.join("port");
+    let mut p = start(&[
+        "--port",
+        "0",
+        "--save",
+        "",
+        "--dir",
+        dir.to_str().unwrap(),
+        "--port-file",
+        file.to_str().unwrap(),
+    ]);
+    let port = logged_port(&p);
+    assert_ne!(port, 0);
+    assert!(
+        p.log
+            .iter()
+            .any(|l| l.ends_with(&format!("Running mode=standalone, port={port}."))),
+        "{:?}",
+        p.log
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), format!("{port}\n"));
+    // Nothing but the port file itself is left in its directory.
+    let names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, [std::ffi::OsString::from("port")]);
+    let mut c = connect(port);
+    assert_eq!(call(&mut c, &["PING"]), "+PONG");
+    assert_eq!(
+        call(&mut c, &["CONFIG", "GET", "port"]),
+        format!("port\n{port}")
+    );
+    assert!(call_info(&mut c).contains(&format!("\r\ntcp_port:{port}\r\n")));
+    assert_eq!(
+        call(&mut c, &["CONFIG", "GET", "port-file"]),
+        format!("port-file\n{}", file.display())
+    );
+    // Shown when named, not for a pattern: CONFIG GET * stays Redis's list.
+    assert!(!call(&mut c, &["CONFIG", "GET", "port*"]).contains("port-file"));
+    assert_eq!(
+        call(&mut c, &["CONFIG", "SET", "port-file", "x"]),
+        "-ERR CONFIG SET failed (possibly related to argument 'port-file') - can't set immutable config"
+    );
+    sigterm(&p.child);
+    assert_eq!(wait_exit(&mut p.child), Some(0));
+    assert!(!file.exists(), "port file removed at shutdown");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Two servers started with `--port 0` get two ports.
+#[test]
+fn port_zero_twice_gives_two_ports() {
+    let a = start(&["--port", "0", "--save", ""]);
+    let b = start(&["--port", "0", "--save", ""]);
+    let (pa, pb) = (logged_port(&a), logged_port(&b));
+    assert_ne!(pa, pb);
+    for port in [pa, pb] {
+        assert_eq!(call(&mut connect(port), &["PING"]), "+PONG");
+    }
+}
+
+/// `port-file` with a configured port holds that port; with only a unix
+/// socket (port 0) it holds 0, the TCP port there is none of.
+#[test]
+fn port_file_holds_a_configured_port() {
+    let dir = tmpdir("portfile");
+    let file = dir.join("p");
+    let port = free_port();
+    let p = start(&[
+        "--port",
+        &port.to_string(),
+        "--save",
+        "",
+        "--port-file",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), format!("{port}\n"));
+    assert!(!p.log.iter().any(|l| l.contains("connections on port")));
+    drop(p);
+    let sock = dir.join("s.sock");
+    let p = start(&[
+        "--port",
+        "0",
+        "--unixsocket",
+        sock.to_str().unwrap(),
+        "--save",
+        "",
+        "--port-file",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "0\n");
+    assert!(!p.log.iter().any(|l| l.contains("connections on port")));
+    drop(p);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// INFO's text (a bulk reply of many lines).
+fn call_info(c: &mut TcpStream) -> String {
+    c.write_all(&resp(&["INFO", "server"])).unwrap();
+    read_bulk(c)
+}

@@ -729,6 +729,13 @@ pub static GENERATED: &[Param] = &[
         flags: 0,
     },
     Param {
+        name: "port-file",
+        alias: None,
+        kind: Str,
+        default: "",
+        flags: IMMUTABLE | HIDDEN,
+    },
+    Param {
         name: "proc-title-template",
         alias: None,
         kind: Str,

@@ -21,9 +21,16 @@ pub struct Bound {
 }
 
 /// Binds the configured sockets, as Redis does: each `bind` address on
-/// `port` (none when the port is 0) plus the unix socket.
+/// `port` plus the unix socket. With `port 0` Redis listens on no TCP port
+/// (and exits when there is no unix socket either); Oxidis keeps that with a
+/// unix socket and otherwise binds one ephemeral port the OS picks, on every
+/// `bind` address (see `bind_ephemeral`).
 pub async fn bind(config: &Config) -> std::io::Result<(Vec<TcpListener>, Option<UnixListener>)> {
-    let tcp = bind_tcp(config)?;
+    let tcp = if config.port == 0 && config.unixsocket.is_none() {
+        bind_ephemeral(config)?
+    } else {
+        bind_tcp(config)?
+    };
     let unix = match &config.unixsocket {
         Some(path) => {
             let _ = std::fs::remove_file(path);
@@ -46,10 +53,22 @@ pub async fn bind(config: &Config) -> std::io::Result<(Vec<TcpListener>, Option<
 /// SET port/bind can re-bind from a command handler. `-`-prefixed addresses
 /// are optional, as is `::` once an IPv4 wildcard is bound (dual stack).
 pub fn bind_tcp(config: &Config) -> std::io::Result<Vec<TcpListener>> {
-    let mut tcp = Vec::new();
     if config.port == 0 {
-        return Ok(tcp);
+        return Ok(Vec::new());
     }
+    bind_addrs(config, config.port)
+}
+
+/// Binds every `bind` address on one port the OS picks: the first address
+/// that binds chooses it, the others take the same one.
+pub fn bind_ephemeral(config: &Config) -> std::io::Result<Vec<TcpListener>> {
+    bind_addrs(config, 0)
+}
+
+/// Binds every `bind` address on `port`; a `port` of 0 becomes the port the
+/// first bound address got.
+fn bind_addrs(config: &Config, mut port: u16) -> std::io::Result<Vec<TcpListener>> {
+    let mut tcp = Vec::new();
     let addrs: Vec<String> = if config.bind.is_empty() {
         vec!["*".into()]
     } else {
@@ -63,18 +82,19 @@ pub fn bind_tcp(config: &Config) -> std::io::Result<Vec<TcpListener>> {
             "::*" => "::",
             h => h,
         };
-        match listen_on(host, config.port) {
-            Ok(l) => tcp.push(l),
+        match listen_on(host, port) {
+            Ok(l) => {
+                if port == 0 {
+                    port = l.local_addr()?.port();
+                }
+                tcp.push(l)
+            }
             Err(e) if optional || (host == "::" && !tcp.is_empty()) => {
-                log::verbose(&format!(
-                    "Skipping optional address {host}:{}: {e}",
-                    config.port
-                ));
+                log::verbose(&format!("Skipping optional address {host}:{port}: {e}"));
             }
             Err(e) => {
                 log::warning(&format!(
-                    "Warning: Could not create server TCP listening socket {host}:{}: {e}",
-                    config.port
+                    "Warning: Could not create server TCP listening socket {host}:{port}: {e}"
                 ));
                 return Err(e);
             }
@@ -305,6 +325,7 @@ pub async fn run(
     }
     let shutdown = srv.borrow().shutdown_signal.clone();
     if handle_signals {
+        super::shutdown::install_insist_handler();
         let mut term =
             tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
         let mut int =
@@ -327,7 +348,7 @@ pub async fn run(
                 }
             };
             // SHUTDOWN and an embedding's stop already did (or skip) the
-            // preparation; a signal prepares here, and a failed save (the
+            // preparation; a signal schedules it, and a failed save (the
             // only way it fails) leaves the server running, as in Redis.
             let signal = tokio::select! {
                 _ = term_fut => {
@@ -341,15 +362,9 @@ pub async fn run(
                 _ = shutdown.notified() => break,
                 _ = stop.notified() => break,
             };
-            let mut s = srv.borrow_mut();
-            let (save, force) = super::shutdown::signal_flags(&s, signal.0);
-            if super::shutdown::prepare(&mut s, save, force).is_ok() {
-                break;
-            }
-            log::warning(&format!(
-                "{} received but errors trying to shut down the server, check the logs for more information",
-                signal.1
-            ));
+            // The cron carries it out (`shutdown::cron`), as Redis's
+            // serverCron, so SHUTDOWN ABORT can still cancel it.
+            super::shutdown::schedule_from_signal(&mut srv.borrow_mut(), signal.1, signal.0);
         }
     } else {
         tokio::select! {

@@ -6,5 +6,6 @@
 pub mod conn;
 pub mod listener;
 pub mod load_signal;
+pub mod port_file;
 pub mod shutdown;
 pub mod spin;

@@ -74,7 +74,7 @@ pub fn rdb_path(srv: &Server) -> PathBuf {
     dir(srv).join(srv.config.get("dbfilename").unwrap_or("dump.rdb"))
 }
 
-fn temp_path(srv: &Server, pid: u32) -> PathBuf {
+pub fn temp_path(srv: &Server, pid: u32) -> PathBuf {
     dir(srv).join(format!("temp-{pid}.rdb"))
 }
 

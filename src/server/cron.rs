@@ -47,6 +47,7 @@ pub async fn run(srv: Rc<RefCell<Server>>) {
         if s.cluster.is_some() {
             crate::cluster::cron(&mut s);
         }
+        crate::net::shutdown::cron(&mut s);
         ticks += 1;
         if ticks >= hz {
             ticks = 0;

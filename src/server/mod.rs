@@ -42,6 +42,8 @@ pub struct Server {
     pub run_id: String,
     /// Set by SHUTDOWN or a signal; the listener loop stops when it is set.
     pub shutdown: Option<ShutdownRequest>,
+    /// A shutdown scheduled by a signal or waiting for replicas (`net::shutdown`).
+    pub shutdown_pending: Option<crate::net::shutdown::Pending>,
     /// Notified when `shutdown` is set, to stop the listener loop.
     pub shutdown_signal: Rc<tokio::sync::Notify>,
     /// Notified when a connection ran requests; wakes the spinner (`net::spin`).
@@ -173,6 +175,7 @@ impl Server {
             started: Instant::now(),
             run_id,
             shutdown: None,
+            shutdown_pending: None,
             shutdown_signal: Rc::new(tokio::sync::Notify::new()),
             activity: Rc::new(tokio::sync::Notify::new()),
             pause: None,

@@ -22,7 +22,7 @@ pub mod slowlog;
 use crate::command::flags::*;
 use crate::command::{Args, CommandSpec};
 use crate::error::{CmdResult, Error};
-use crate::server::{Ctx, ShutdownRequest};
+use crate::server::Ctx;
 
 /// Flags most server subcommands share.
 const ADMIN_SUB: u32 = ADMIN | NOSCRIPT | LOADING | STALE;
@@ -120,9 +120,10 @@ fn monitor(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
 /// ```
 /// No reply on success (the server exits); an error otherwise.
 fn shutdown(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    use crate::net::shutdown::{self as sd, Outcome};
     let mut save = None;
     let mut abort = false;
-    let mut others = false;
+    let mut now = false;
     let mut force = false;
     for a in args.by_ref() {
         if a.eq_ignore_ascii_case(b"nosave") {
@@ -136,9 +137,8 @@ fn shutdown(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             }
             save = Some(true);
         } else if a.eq_ignore_ascii_case(b"now") {
-            others = true;
+            now = true;
         } else if a.eq_ignore_ascii_case(b"force") {
-            others = true;
             force = true;
         } else if a.eq_ignore_ascii_case(b"abort") {
             abort = true;
@@ -146,10 +146,14 @@ fn shutdown(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             return Err(Error::Syntax);
         }
     }
-    if abort && (save.is_some() || others) {
+    if abort && (save.is_some() || now || force) {
         return Err(Error::Syntax);
     }
     if abort {
+        if sd::abort(ctx.srv) {
+            ctx.out().ok();
+            return Ok(());
+        }
         return Err(Error::msg("No shutdown in progress."));
     }
     // While a script is busy only SHUTDOWN NOSAVE may stop the server (the
@@ -164,11 +168,26 @@ fn shutdown(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     if crate::persist::loading::active(ctx.srv) {
         save = Some(false);
     }
-    if crate::net::shutdown::prepare(ctx.srv, save, force).is_err() {
-        return Err(Error::msg("Errors trying to SHUTDOWN. Check logs."));
+    // A shutdown already waiting for replicas: this client waits with it.
+    let waiting = ctx
+        .srv
+        .shutdown_pending
+        .as_ref()
+        .is_some_and(|p| p.deadline_ms.is_some());
+    let outcome = if waiting {
+        Outcome::Waiting
+    } else {
+        sd::request(ctx.srv, save, force, now).map_err(|_| Error::msg(sd::SHUTDOWN_FAILED))?
+    };
+    match outcome {
+        // No reply: the connection closes when the process ends, as
+        // Redis exits inside the command (a client that saw it close
+        // before the listener did could connect again).
+        Outcome::Done => {}
+        Outcome::Waiting => {
+            sd::wait_here(ctx.srv, ctx.client);
+            crate::server::blocking::block(ctx, Vec::new(), crate::db::Kind::Str, 0, args);
+        }
     }
-    ctx.srv.shutdown = Some(ShutdownRequest { save });
-    ctx.srv.shutdown_signal.notify_one();
-    ctx.client.close_after_reply = true;
     Ok(())
 }
