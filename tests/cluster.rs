@@ -467,14 +467,21 @@ fn blocked_client_answer(addr: &str) -> String {
     waiter.join().unwrap().unwrap_err()
 }
 
+/// Runs `scenario` against a real cluster-enabled redis-server, then a
+/// fresh Oxidis cluster node: both answers.
+fn on_both<T>(tag: &str, scenario: impl Fn(&str) -> T) -> (T, T) {
+    let real = RedisServer::start_in(
+        &temp_dir(&format!("{tag}-real")),
+        &["--cluster-enabled", "yes"],
+    );
+    let theirs = scenario(&real.addr());
+    let h = node_in(&temp_dir(tag), &[]);
+    (scenario(&h.addr().to_string()), theirs)
+}
+
 #[test]
 fn blocked_client_is_answered_when_its_slot_goes() {
-    let rdir = temp_dir("clu-block-real");
-    let real = RedisServer::start_in(&rdir, &["--cluster-enabled", "yes"]);
-    let theirs = blocked_client_answer(&real.addr());
-    let dir = temp_dir("clu-block");
-    let h = node_in(&dir, &[]);
-    let ours = blocked_client_answer(&h.addr().to_string());
+    let (ours, theirs) = on_both("clu-block", blocked_client_answer);
     assert_eq!(ours, theirs);
     assert_eq!(ours, "CLUSTERDOWN The cluster is down");
 }
@@ -505,12 +512,7 @@ fn shard_subscriber_after_delslots(addr: &str) -> (Vec<Vec<u8>>, i64) {
 
 #[test]
 fn shard_channels_of_a_deleted_slot_are_unsubscribed() {
-    let rdir = temp_dir("clu-shard-real");
-    let real = RedisServer::start_in(&rdir, &["--cluster-enabled", "yes"]);
-    let theirs = shard_subscriber_after_delslots(&real.addr());
-    let dir = temp_dir("clu-shard");
-    let h = node_in(&dir, &[]);
-    let ours = shard_subscriber_after_delslots(&h.addr().to_string());
+    let (ours, theirs) = on_both("clu-shard", shard_subscriber_after_delslots);
     assert_eq!(ours, theirs);
     assert_eq!(ours.1, 1);
 }
