@@ -155,6 +155,11 @@ pub enum Rejection {
     MisconfAof(String),
     /// Read-only replica: a write on a replica with `replica-read-only yes`.
     ReadOnlyReplica,
+    /// Stale replica: the link to the master is down and
+    /// `replica-serve-stale-data` is `no`.
+    MasterDown,
+    /// `redis.call` on a stale replica: a command without the `stale` flag.
+    ScriptStaleReplica,
     /// Pub/sub context (RESP2): only the (un)subscribe family, PING, QUIT, RESET.
     PubSubContext(&'static str),
     /// LOADING: a command without the `loading` flag while the dataset loads.
@@ -259,6 +264,12 @@ impl Rejection {
             }
             Rejection::ReadOnlyReplica => {
                 Error::coded("READONLY You can't write against a read only replica.")
+            }
+            Rejection::MasterDown => Error::coded(
+                "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
+            ),
+            Rejection::ScriptStaleReplica => {
+                Error::msg("Can not execute the command on a stale replica")
             }
             Rejection::PubSubContext(cmd) => Error::Msg(
                 format!(

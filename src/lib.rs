@@ -28,6 +28,7 @@ pub mod fuzzing;
 pub mod log;
 pub mod net;
 pub mod persist;
+pub mod repl;
 pub mod resp;
 pub mod script;
 pub mod server;

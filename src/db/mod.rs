@@ -123,6 +123,39 @@ pub fn loading() -> bool {
     LOADING.with(|c| c.get())
 }
 
+/// How keys past their time behave on a replica (Redis's `expireIfNeeded`
+/// with `masterhost` set): the master expires them and sends DELs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplicaExpiry {
+    /// A master: due keys are deleted when looked up.
+    Off,
+    /// A replica: reads treat due keys as missing but leave them in place.
+    Replica,
+    /// A replica running its master's stream: due keys are still there.
+    Applying,
+}
+
+thread_local! {
+    static REPLICA_EXPIRY: std::cell::Cell<ReplicaExpiry> =
+        const { std::cell::Cell::new(ReplicaExpiry::Off) };
+}
+
+/// Sets how due keys behave (see [`ReplicaExpiry`]); the replica side calls it.
+pub fn set_replica_expiry(mode: ReplicaExpiry) {
+    REPLICA_EXPIRY.with(|c| c.set(mode));
+}
+
+/// The current [`ReplicaExpiry`].
+pub fn replica_expiry() -> ReplicaExpiry {
+    REPLICA_EXPIRY.with(|c| c.get())
+}
+
+/// True while a replica runs its master's stream (Redis's
+/// `server.current_client == server.master`).
+pub fn applying_master() -> bool {
+    replica_expiry() == ReplicaExpiry::Applying
+}
+
 fn now_secs() -> u32 {
     (clock::now_ms() / 1000) as u32
 }
@@ -245,7 +278,7 @@ impl Db {
 
     /// Deletes `key` if its time has come; true when it did.
     fn expire_if_needed(&mut self, key: &[u8]) -> bool {
-        if self.expires.is_empty() || loading() {
+        if self.expires.is_empty() || loading() || applying_master() {
             return false;
         }
         match self.expires.get(key) {
@@ -266,6 +299,11 @@ impl Db {
         }
         match self.expires.get(key) {
             Some(&at) if at <= clock::now_ms() => {
+                match replica_expiry() {
+                    ReplicaExpiry::Off => {}
+                    ReplicaExpiry::Replica => return true,
+                    ReplicaExpiry::Applying => return false,
+                }
                 if expiry_held() {
                     return true;
                 }

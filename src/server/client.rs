@@ -368,6 +368,9 @@ pub enum ConnKind {
     Unix,
     /// The pseudo-client scripts run their commands as.
     Script,
+    /// The master's link on a replica (`repl::replica`): its commands are
+    /// obeyed, never answered.
+    Master,
 }
 
 pub struct Client {

@@ -30,7 +30,8 @@ pub async fn run(srv: Rc<RefCell<Server>>) {
         let paused = s
             .pause
             .is_some_and(|p| p.until_ms > crate::clock::real_now_us() / 1000);
-        if !paused && s.active_expire {
+        // A replica leaves expiry to its master (its DELs arrive in the stream).
+        if !paused && s.active_expire && !crate::repl::replica::is_replica(&s) {
             active_expire(&mut s);
             let lazy = super::lazy_expire(&s);
             s.prop.flush_expired(lazy);

@@ -88,6 +88,8 @@ pub struct Server {
     pub client_mem: client_mem::Tracked,
     /// What DEBUG's knobs set (CHANGE-REPL-ID, QUICKLIST-PACKED-THRESHOLD, ...).
     pub debug: crate::cmd::server::debug_flags::Knobs,
+    /// The replica side of replication (`crate::repl::replica`).
+    pub replica: crate::repl::replica::Replica,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -186,6 +188,7 @@ impl Server {
             acl,
             client_mem: Default::default(),
             debug: Default::default(),
+            replica: Default::default(),
         }
     }
 

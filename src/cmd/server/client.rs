@@ -208,7 +208,9 @@ fn parse_type(b: &[u8]) -> Result<Type, Error> {
 }
 
 fn type_of(c: &Client) -> Type {
-    if c.subscription_count() > 0 || !c.shard_channels.is_empty() {
+    if c.conn_kind == ConnKind::Master {
+        Type::Master
+    } else if c.subscription_count() > 0 || !c.shard_channels.is_empty() {
         Type::PubSub
     } else {
         Type::Normal
@@ -228,6 +230,9 @@ fn laddr(c: &Client) -> String {
 /// caller's CLIENT LIST/INFO; 0 for the others, whose arguments are freed).
 pub fn describe(c: &Client, current: bool, argv_mem: usize) -> String {
     let mut flags = String::new();
+    if c.conn_kind == ConnKind::Master {
+        flags.push('M');
+    }
     if c.monitor {
         flags.push('O');
     }
@@ -313,7 +318,12 @@ pub fn describe(c: &Client, current: bool, argv_mem: usize) -> String {
         tot_mem,
         events,
         c.last_cmd,
-        c.user,
+        // The master's client has no user: it may do everything.
+        if c.conn_kind == ConnKind::Master {
+            "(superuser)".to_string()
+        } else {
+            c.user.to_string()
+        },
         redir,
         c.reply.resp,
         s(c.lib.as_ref().and_then(|l| l.name.as_deref())),

@@ -385,21 +385,16 @@ fn stats(srv: &Server, out: &mut String) {
 }
 
 fn replication(srv: &Server, out: &mut String) {
+    use crate::repl::replica::ids;
     out.push_str("# Replication\r\n");
-    line!(out, "role:master");
+    crate::repl::replica::info::role_lines(srv, out);
     line!(out, "connected_slaves:0");
     line!(out, "master_failover_state:no-failover");
-    line!(
-        out,
-        "master_replid:{}",
-        srv.debug.replid.as_deref().unwrap_or(&srv.run_id)
-    );
-    line!(
-        out,
-        "master_replid2:0000000000000000000000000000000000000000"
-    );
-    line!(out, "master_repl_offset:0");
-    line!(out, "second_repl_offset:-1");
+    line!(out, "master_replid:{}", ids::replid(srv));
+    let (replid2, second_offset) = ids::secondary(srv);
+    line!(out, "master_replid2:{replid2}");
+    line!(out, "master_repl_offset:{}", ids::offset(srv));
+    line!(out, "second_repl_offset:{second_offset}");
     line!(out, "repl_backlog_active:0");
     line!(
         out,

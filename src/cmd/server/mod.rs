@@ -95,6 +95,9 @@ fn time(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
 /// Array: `master`, the replication offset (0), and the replicas (none):
 /// Oxidis is always a master without replicas.
 fn role(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
+    if crate::repl::replica::info::role(ctx) {
+        return Ok(());
+    }
     let out = ctx.out();
     out.array(3);
     out.bulk(b"master");
