@@ -556,3 +556,66 @@ fn replicaof_from_the_configuration() {
         .unwrap();
     assert_eq!(cfg[1], format!("127.0.0.1 {port}"));
 }
+
+/// A replica with `appendonly yes` logs what its master sends through its
+/// own write path, after rewriting its AOF from the synced dataset. (A
+/// process of its own: the AOF's paths are relative to the working
+/// directory, which in-process servers of other tests move.)
+#[test]
+fn replica_appends_the_stream_to_its_aof() {
+    let m_srv = master(&[]);
+    let mut m = m_srv.conn();
+    let _: () = redis::cmd("SET")
+        .arg("before")
+        .arg("1")
+        .query(&mut m)
+        .unwrap();
+    let dir = temp_dir("repl-aof");
+    let port = common::real_redis::free_port();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_oxidis-server"))
+        .args([
+            "--port",
+            &port.to_string(),
+            "--save",
+            "",
+            "--appendonly",
+            "yes",
+        ])
+        .arg("--dir")
+        .arg(&dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn oxidis-server");
+    let url = format!("redis://127.0.0.1:{port}/");
+    let mut conn = None;
+    wait_for("the replica process to accept connections", || {
+        conn = redis::Client::open(url.as_str())
+            .unwrap()
+            .get_connection()
+            .ok();
+        conn.is_some()
+    });
+    let mut r = conn.unwrap();
+    replicaof(&mut r, m_srv.port);
+    wait_for("the link to come up", || link_up(&mut r));
+    let _: i64 = redis::cmd("INCR").arg("from_master").query(&mut m).unwrap();
+    wait_caught_up(&mut m, &mut r);
+    let incr_has = |what: &str| {
+        std::fs::read_dir(dir.join("appendonlydir"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".incr.aof"))
+            .any(|e| {
+                String::from_utf8_lossy(&std::fs::read(e.path()).unwrap_or_default()).contains(what)
+            })
+    };
+    wait_for("the master's INCR in the replica's AOF", || {
+        incr_has("from_master")
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -141,8 +141,19 @@ pub fn start_from_config(srv: &mut Server) {
     let mut link = Box::new(Link::new(host, port));
     link.master = Some(own_position(srv));
     srv.replica.link = Some(link);
-    crate::db::set_replica_expiry(crate::db::ReplicaExpiry::Replica);
+    became_replica(true);
     task::spawn(srv);
+}
+
+/// The role changed: key expiry and the log's role character follow.
+fn became_replica(on: bool) {
+    use crate::db::ReplicaExpiry;
+    crate::db::set_replica_expiry(if on {
+        ReplicaExpiry::Replica
+    } else {
+        ReplicaExpiry::Off
+    });
+    crate::log::set_replica_role(on);
 }
 
 /// Our own id and offset as a cached master: a master turned replica may
@@ -175,7 +186,7 @@ pub fn set_master(srv: &mut Server, host: &str, port: u16) {
     let _ = srv
         .config
         .set("replicaof", format!("{host} {port}").as_bytes());
-    crate::db::set_replica_expiry(crate::db::ReplicaExpiry::Replica);
+    became_replica(true);
     crate::log::notice(&format!("Connecting to MASTER {host}:{port}"));
     task::spawn(srv);
 }
@@ -192,7 +203,7 @@ pub fn unset_master(srv: &mut Server) {
     ids::shift(srv);
     srv.prop.forget_selected();
     let _ = srv.config.set("replicaof", b"");
-    crate::db::set_replica_expiry(crate::db::ReplicaExpiry::Off);
+    became_replica(false);
     transfer::restart_aof_if_needed(srv);
 }
 
