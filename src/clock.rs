@@ -91,6 +91,12 @@ pub fn set_offset_ms(ms: i64) {
     begin_command();
 }
 
+/// This server's wall-clock time in whole seconds since the epoch (what
+/// Redis keeps in `server.unixtime`).
+pub fn unix_now() -> i64 {
+    real_now_us() / 1_000_000
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

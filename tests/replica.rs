@@ -619,3 +619,70 @@ fn replica_appends_the_stream_to_its_aof() {
     let _ = child.wait();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Oxidis replicating Oxidis: full sync, the stream, a dropped link
+/// continued partially, then a promotion the old master follows with a
+/// partial resync on the new id (PSYNC on `master_replid2`).
+#[test]
+fn oxidis_replica_of_oxidis_and_failover() {
+    let m_srv = replica(&[]);
+    let mut m = common::conn(&m_srv);
+    populate(&mut m);
+    let r_srv = replica(&[]);
+    let mut r = common::conn(&r_srv);
+    let ok: String = redis::cmd("REPLICAOF")
+        .arg("127.0.0.1")
+        .arg(m_srv.addr().port())
+        .query(&mut r)
+        .unwrap();
+    assert_eq!(ok, "OK");
+    wait_for("the link to come up", || link_up(&mut r));
+    let _: i64 = redis::cmd("INCR").arg("n").query(&mut m).unwrap();
+    wait_caught_up(&mut m, &mut r);
+    assert_eq!(digest(&mut r), digest(&mut m));
+
+    let _: i64 = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("master")
+        .query(&mut r)
+        .unwrap();
+    let _: () = redis::cmd("SET")
+        .arg("after")
+        .arg("kill")
+        .query(&mut m)
+        .unwrap();
+    wait_for("a partial resync", || {
+        info_field(&mut m, "stats", "sync_partial_ok").as_deref() == Some("1")
+    });
+    wait_caught_up(&mut m, &mut r);
+    assert_eq!(digest(&mut r), digest(&mut m));
+
+    // Failover: the replica is promoted, the old master follows it.
+    let _: String = redis::cmd("REPLICAOF")
+        .arg("NO")
+        .arg("ONE")
+        .query(&mut r)
+        .unwrap();
+    let _: () = redis::cmd("SET")
+        .arg("on_new")
+        .arg("1")
+        .query(&mut r)
+        .unwrap();
+    let _: String = redis::cmd("REPLICAOF")
+        .arg("127.0.0.1")
+        .arg(r_srv.addr().port())
+        .query(&mut m)
+        .unwrap();
+    wait_for("the old master's link to come up", || link_up(&mut m));
+    wait_caught_up(&mut r, &mut m);
+    assert_eq!(digest(&mut r), digest(&mut m));
+    assert_eq!(
+        info_field(&mut r, "stats", "sync_partial_ok").as_deref(),
+        Some("1")
+    );
+    assert_eq!(
+        info_field(&mut r, "stats", "sync_full").as_deref(),
+        Some("0")
+    );
+}

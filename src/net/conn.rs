@@ -136,6 +136,9 @@ impl Input {
             panic!("injected task fault (test build)");
         }
         crate::server::tracking::before_sleep(s, c);
+        if !s.prop.repl_fresh.is_empty() {
+            crate::repl::master::distribute(s, Some(c));
+        }
         // What is not yet parsed into arguments (Redis moves those out of
         // its query buffer), and what the buffer holds.
         let parsed = self.decoder.as_ref().map_or(0, |d| d.parsed_len());
@@ -187,9 +190,12 @@ pub fn serve<S: Socket>(
                 let mut s = srv.borrow_mut();
                 let mut c = cell.state.borrow_mut();
                 input.turn(&mut s, &mut c, cell.kill.get());
+                // Replicas and the master are never idle-closed (Redis
+                // exempts them from `timeout`; repl-timeout covers them).
                 let idle = if c.blocked.is_none()
                     && c.subscription_count() == 0
                     && c.shard_channels.is_empty()
+                    && c.repl_role == crate::server::client::ReplRole::None
                 {
                     s.config.timeout_secs
                 } else {

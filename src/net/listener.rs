@@ -244,6 +244,7 @@ pub fn remove_client(srv: &mut Server, c: &mut Client) {
     crate::server::tracking::disable(srv, c);
     srv.monitors.retain(|&id| id != c.id);
     crate::server::client_mem::forget(srv, c);
+    crate::repl::client_gone(srv, c.id);
     srv.clients.remove(&c.id);
 }
 

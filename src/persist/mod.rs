@@ -89,7 +89,10 @@ impl KeyDelay {
 /// [`child::kill`]): its owner finishes the job.
 pub fn child_done(srv: &mut Server, running: child::Running, exit: child::Exit) {
     match running.kind {
-        child::Kind::Rdb => snapshot::bgsave_done(srv, running, exit),
+        child::Kind::Rdb => {
+            snapshot::bgsave_done(srv, running, exit);
+            crate::repl::master::rdb_done(srv, exit == child::Exit::Ok);
+        }
         child::Kind::Aof => aof::rewrite_done(srv, exit),
     }
 }

@@ -1,3 +1,247 @@
-//! Replication: the replica side (REPLICAOF, the link to a master); the master side joins it here.
+//! Replication: this server's replication ids, the replicas it feeds (master side), and what INFO and ROLE report of them.
+//!
+//! The stream itself is built in one place, `server::propagate` (the write
+//! path): when a backlog exists it also feeds the backlog and advances
+//! `master_repl_offset` there, and [`master::distribute`] hands the new
+//! bytes to the replicas at the end of each connection's turn and in the
+//! cron. The stream's offset only moves while a backlog exists, as in Redis.
 
+pub mod backlog;
+pub mod master;
 pub mod replica;
+pub mod wait;
+
+use crate::db::ClientId;
+
+/// What a client announced with REPLCONF before (or while) it is a replica
+/// (Redis keeps these in the client struct).
+#[derive(Clone, Debug, Default)]
+pub struct Announce {
+    pub listening_port: u16,
+    pub ip: Option<String>,
+    /// `capa eof`: accepts a diskless (EOF-marked) RDB transfer.
+    pub capa_eof: bool,
+    /// `capa psync2`: understands `+CONTINUE <replid>`.
+    pub capa_psync2: bool,
+}
+
+/// Where a replica is in its synchronisation (Redis's `replstate`).
+#[derive(Debug)]
+pub enum ReplicaState {
+    /// Waiting for a BGSAVE that can serve it to start.
+    WaitBgsaveStart,
+    /// The RDB child runs; the stream since its fork waits here.
+    WaitBgsaveEnd { pending: Vec<u8> },
+    /// Receiving the stream as it is produced.
+    Online,
+}
+
+/// One replica attached to this master.
+#[derive(Debug)]
+pub struct Replica {
+    pub id: ClientId,
+    pub state: ReplicaState,
+    pub announce: Announce,
+    /// The peer's address as `ip:port` (its name in logs until it announces).
+    pub peer: String,
+    /// Sent SYNC, not PSYNC (redis-cli --replica, the test suite's stream
+    /// reader): no `+FULLRESYNC` line and no REPLCONF ACKs are expected.
+    pub pre_psync: bool,
+    /// The offset the RDB it receives corresponds to.
+    pub initial_offset: i64,
+    /// The highest offset it acknowledged (REPLCONF ACK).
+    pub ack_offset: i64,
+    /// Unix seconds of its last ACK (or of going online).
+    pub ack_time: i64,
+}
+
+impl Replica {
+    /// `ip:port` as Redis names a replica in its logs
+    /// (`replicationGetSlaveName`): the announced address and listening port.
+    pub fn name(&self) -> String {
+        let ip = self.announce.ip.clone().unwrap_or_else(|| {
+            self.peer
+                .rsplit_once(':')
+                .map_or(String::new(), |p| p.0.into())
+        });
+        if self.announce.listening_port != 0 {
+            format!("{ip}:{}", self.announce.listening_port)
+        } else {
+            format!("{ip}:<unknown-replica-port>")
+        }
+    }
+
+    /// INFO's `state=` word.
+    pub fn state_name(&self) -> &'static str {
+        match self.state {
+            ReplicaState::WaitBgsaveStart | ReplicaState::WaitBgsaveEnd { .. } => "wait_bgsave",
+            ReplicaState::Online => "online",
+        }
+    }
+}
+
+/// The server's replication state, master side.
+pub struct Repl {
+    /// The current replication id (INFO `master_replid`).
+    pub replid: String,
+    /// The previous id, valid up to `second_replid_offset` (after a
+    /// promotion); forty zeros when there is none.
+    pub replid2: String,
+    pub second_replid_offset: i64,
+    pub replicas: Vec<Replica>,
+    /// REPLCONF settings of clients that are not (yet) replicas.
+    pub announced: Vec<(ClientId, Announce)>,
+    /// Clients blocked in WAIT.
+    pub waiting: Vec<wait::Waiter>,
+    /// Unix seconds since when no replica is attached (backlog TTL).
+    pub no_replicas_since: i64,
+    /// INFO stats `sync_full`, `sync_partial_ok`, `sync_partial_err`.
+    pub sync_full: u64,
+    pub sync_partial_ok: u64,
+    pub sync_partial_err: u64,
+    /// Seconds the replication cron has run (pings every
+    /// `repl-ping-replica-period` of them).
+    pub cron_secs: u64,
+}
+
+/// The id a replica has never seen: no previous history.
+pub const NO_ID: &str = "0000000000000000000000000000000000000000";
+
+impl Repl {
+    pub fn new(rng: &mut crate::server::Rng) -> Repl {
+        Repl {
+            replid: random_id(rng),
+            replid2: NO_ID.into(),
+            second_replid_offset: -1,
+            replicas: Vec::new(),
+            announced: Vec::new(),
+            waiting: Vec::new(),
+            no_replicas_since: crate::clock::unix_now(),
+            sync_full: 0,
+            sync_partial_ok: 0,
+            sync_partial_err: 0,
+            cron_secs: 0,
+        }
+    }
+
+    /// True when the client is a replica of this server.
+    pub fn is_replica(&self, id: ClientId) -> bool {
+        self.replicas.iter().any(|r| r.id == id)
+    }
+
+    pub fn replica_mut(&mut self, id: ClientId) -> Option<&mut Replica> {
+        self.replicas.iter_mut().find(|r| r.id == id)
+    }
+
+    /// The REPLCONF settings a client gave so far.
+    pub fn announce_mut(&mut self, id: ClientId) -> &mut Announce {
+        if let Some(i) = self.replicas.iter().position(|r| r.id == id) {
+            return &mut self.replicas[i].announce;
+        }
+        let i = match self.announced.iter().position(|(c, _)| *c == id) {
+            Some(i) => i,
+            None => {
+                self.announced.push((id, Announce::default()));
+                self.announced.len() - 1
+            }
+        };
+        &mut self.announced[i].1
+    }
+
+    /// A new replication id, the old history forgotten (Redis's
+    /// `changeReplicationId` + `clearReplicationId2`).
+    pub fn new_history(&mut self, rng: &mut crate::server::Rng) {
+        self.replid = random_id(rng);
+        self.replid2 = NO_ID.into();
+        self.second_replid_offset = -1;
+    }
+}
+
+impl Replica {
+    /// The address INFO and ROLE show: the announced one, else the peer's.
+    pub fn ip(&self) -> String {
+        self.announce.ip.clone().unwrap_or_else(|| {
+            self.peer
+                .rsplit_once(':')
+                .map_or(String::new(), |p| p.0.trim_matches(['[', ']']).into())
+        })
+    }
+}
+
+/// INFO's replication section, master side (Redis's `genRedisInfoString`).
+pub fn info(srv: &crate::server::Server, out: &mut String) {
+    use std::fmt::Write;
+    let repl = &srv.repl;
+    let now = crate::clock::unix_now();
+    replica::info::role_lines(srv, out);
+    let _ = write!(out, "connected_slaves:{}\r\n", repl.replicas.len());
+    for (i, r) in repl.replicas.iter().enumerate() {
+        let lag = match r.state {
+            ReplicaState::Online => now - r.ack_time,
+            _ => 0,
+        };
+        let _ = write!(
+            out,
+            "slave{i}:ip={},port={},state={},offset={},lag={lag}\r\n",
+            r.ip(),
+            r.announce.listening_port,
+            r.state_name(),
+            r.ack_offset
+        );
+    }
+    let b = srv.prop.backlog.as_deref();
+    let _ = write!(
+        out,
+        "master_failover_state:no-failover\r\nmaster_replid:{}\r\nmaster_replid2:{}\r\nmaster_repl_offset:{}\r\nsecond_repl_offset:{}\r\nrepl_backlog_active:{}\r\nrepl_backlog_size:{}\r\nrepl_backlog_first_byte_offset:{}\r\nrepl_backlog_histlen:{}\r\n",
+        repl.replid,
+        repl.replid2,
+        srv.prop.repl_offset,
+        repl.second_replid_offset,
+        b.is_some() as u8,
+        srv.config.get_i64("repl-backlog-size"),
+        b.map_or(0, |b| b.first_byte_offset()),
+        b.map_or(0, |b| b.histlen()),
+    );
+}
+
+/// ROLE on a master: `master`, the offset, and each online replica's
+/// address, port and acknowledged offset.
+pub fn role(srv: &crate::server::Server, out: &mut crate::resp::encode::Reply) {
+    out.array(3);
+    out.bulk(b"master");
+    out.int(srv.prop.repl_offset);
+    let online: Vec<&Replica> = srv
+        .repl
+        .replicas
+        .iter()
+        .filter(|r| matches!(r.state, ReplicaState::Online))
+        .collect();
+    out.array(online.len());
+    for r in online {
+        out.array(3);
+        out.bulk(r.ip().as_bytes());
+        out.bulk(r.announce.listening_port.to_string().as_bytes());
+        out.bulk(r.ack_offset.to_string().as_bytes());
+    }
+}
+
+/// Forty random hex digits (Redis's `getRandomHexChars`).
+pub fn random_id(rng: &mut crate::server::Rng) -> String {
+    (0..40)
+        .map(|_| char::from(b"0123456789abcdef"[(rng.next_u64() % 16) as usize]))
+        .collect()
+}
+
+/// A client left: it is no replica and announces nothing any more.
+pub fn client_gone(srv: &mut crate::server::Server, id: ClientId) {
+    let r = &mut srv.repl;
+    r.announced.retain(|(c, _)| *c != id);
+    r.waiting.retain(|w| w.client != id);
+    if let Some(i) = r.replicas.iter().position(|x| x.id == id) {
+        let gone = r.replicas.remove(i);
+        crate::log::notice(&format!("Connection with replica {} lost.", gone.name()));
+        if r.replicas.is_empty() {
+            r.no_replicas_since = crate::clock::unix_now();
+        }
+    }
+}

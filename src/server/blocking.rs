@@ -170,8 +170,9 @@ pub fn unregister(srv: &mut Server, client: &mut Client) -> Option<Box<Blocked>>
 pub fn time_out(srv: &mut Server, client: &mut Client) {
     if let Some(b) = unregister(srv, client) {
         if b.spec.name == "wait" {
-            // WAIT answers the replicas that acknowledged: none.
-            client.reply.int(0);
+            // WAIT answers the replicas that acknowledged by now.
+            let n = crate::repl::wait::timed_out(srv, client);
+            client.reply.int(n);
         } else {
             client.reply.null_array();
         }

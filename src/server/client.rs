@@ -194,6 +194,17 @@ impl LazyVec<u8> {
     }
 }
 
+/// A connection's part in replication.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ReplRole {
+    #[default]
+    None,
+    /// A replica of this server (after SYNC/PSYNC).
+    Replica,
+    /// This server's master (the replica side's link).
+    Master,
+}
+
 /// The peer's address (CLIENT LIST `addr=`), kept as the address and
 /// formatted when shown: a text per connection cost an allocation (and a
 /// second, freed, while it was formatted).
@@ -368,9 +379,6 @@ pub enum ConnKind {
     Unix,
     /// The pseudo-client scripts run their commands as.
     Script,
-    /// The master's link on a replica (`repl::replica`): its commands are
-    /// obeyed, never answered.
-    Master,
 }
 
 pub struct Client {
@@ -401,6 +409,9 @@ pub struct Client {
     pub close_after_reply: bool,
     pub reply_mode: ReplyMode,
     pub monitor: bool,
+    /// A replica this server feeds, or the master this server replicates
+    /// (CLIENT LIST flags S/M, types replica/master; see `repl`).
+    pub repl_role: ReplRole,
     /// Name of the last command run (CLIENT LIST `cmd=`).
     pub last_cmd: &'static str,
     /// Set when a blocked command was served by another client's write, so
@@ -478,6 +489,7 @@ impl Client {
             close_after_reply: false,
             reply_mode: ReplyMode::On,
             monitor: false,
+            repl_role: ReplRole::None,
             last_cmd: "NULL",
             unblocked: false,
             no_touch: false,

@@ -48,10 +48,12 @@ pub async fn run(srv: Rc<RefCell<Server>>) {
             release_idle_memory(&mut s, &mut closed_at_trim);
             super::client_mem::cron(&mut s);
             crate::cmd::keyspace::migrate::close_timed_out();
+            crate::repl::master::cron(&mut s);
         }
         crate::persist::aof::cron(&mut s);
         crate::command::dispatch::after_command(&mut s, &mut internal);
         super::tracking::before_sleep(&mut s, &mut internal);
+        crate::repl::master::distribute(&mut s, None);
         internal.reply.buf.clear();
     }
 }

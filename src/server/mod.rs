@@ -61,6 +61,8 @@ pub struct Server {
     pub persist: crate::persist::Persist,
     /// The stream of effects replicas and the AOF replay (see [`propagate`]).
     pub prop: propagate::Propagation,
+    /// Replication: ids, replicas, WAITs (`repl`).
+    pub repl: crate::repl::Repl,
     /// The append-only file (`crate::persist::aof`).
     pub aof: crate::persist::aof::Aof,
     /// SLOWLOG entries (server family).
@@ -153,6 +155,7 @@ impl Server {
             .map(|_| char::from(b"0123456789abcdef"[(rng.next_u64() % 16) as usize]))
             .collect();
         let acl = crate::acl::Acl::new(&config);
+        let repl = crate::repl::Repl::new(&mut rng);
         Server {
             ks: Keyspace::new(config.databases),
             config,
@@ -175,6 +178,7 @@ impl Server {
             last_save_unix: crate::clock::real_now_us() / 1_000_000,
             persist: Default::default(),
             prop: Default::default(),
+            repl,
             aof: Default::default(),
             slowlog: Default::default(),
             latency: Default::default(),

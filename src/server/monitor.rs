@@ -34,9 +34,7 @@ pub fn feed(srv: &mut Server, client: &mut Client, args: &Args) {
             line.extend_from_slice(b"unix:");
             line.extend_from_slice(client.laddr.as_bytes());
         }
-        ConnKind::Tcp | ConnKind::Master => {
-            line.extend_from_slice(client.addr.to_string().as_bytes())
-        }
+        ConnKind::Tcp => line.extend_from_slice(client.addr.to_string().as_bytes()),
     }
     line.push(b']');
     let hidden = crate::cmd::server::slowlog::redacted(args);

@@ -131,6 +131,18 @@ pub struct Propagation {
     pub serving_key: Option<Vec<u8>>,
     /// The AOF buffer, while the AOF collects (`persist::aof`).
     pub aof: Option<crate::persist::aof::feed::Sink>,
+    /// The replication backlog, once a replica asked for one (`repl`).
+    pub backlog: Option<Box<crate::repl::backlog::Backlog>>,
+    /// `master_repl_offset`: bytes of stream produced while a backlog
+    /// existed (it keeps its value when the backlog goes).
+    pub repl_offset: i64,
+    /// Stream bytes not yet handed to the replicas (`repl::master::distribute`).
+    pub repl_fresh: Vec<u8>,
+    /// This server is a replica: its replicas and backlog get its master's
+    /// stream as applied (`repl::replica::ids::applied`), and what its own
+    /// commands propagate reaches only its AOF (Redis's
+    /// `replicationFeedSlaves` returns early on a replica).
+    pub from_master: bool,
 }
 
 impl Propagation {
@@ -144,7 +156,7 @@ impl Propagation {
     /// nobody listens.
     #[inline]
     pub fn active(&self) -> bool {
-        !self.taps.is_empty() || self.aof.is_some()
+        !self.taps.is_empty() || self.aof.is_some() || self.backlog.is_some()
     }
 
     /// The next command goes out after a SELECT (a new AOF file starts).
@@ -307,7 +319,7 @@ impl Propagation {
         let wrap = may_wrap && ops.len() > 1;
         // With the AOF the only consumer, the ops are encoded straight into
         // its buffer (no copy).
-        let direct = self.taps.is_empty();
+        let direct = self.taps.is_empty() && self.backlog.is_none();
         let mut out = match &mut self.aof {
             Some(sink) if direct => {
                 sink.begin();
@@ -329,6 +341,9 @@ impl Propagation {
         for t in &self.taps {
             t.push(&out);
         }
+        if !self.from_master {
+            self.feed_replicas(&out);
+        }
         if let Some(sink) = &mut self.aof {
             if direct {
                 sink.buf = out;
@@ -336,6 +351,26 @@ impl Propagation {
                 sink.begin();
                 sink.buf.extend_from_slice(&out);
             }
+        }
+    }
+
+    /// Appends stream bytes to the backlog (and to what the replicas get
+    /// next), moving `master_repl_offset`; nothing without a backlog.
+    pub fn feed_replicas(&mut self, bytes: &[u8]) {
+        if let Some(b) = &mut self.backlog {
+            b.feed(bytes);
+            self.repl_offset += bytes.len() as i64;
+            self.repl_fresh.extend_from_slice(bytes);
+        }
+    }
+
+    /// A command for the replicas only, never the AOF (the master's PING
+    /// and REPLCONF GETACK): in whatever database the stream is in, as
+    /// Redis feeds them with `slaveseldb`.
+    pub fn feed_replicas_only(&mut self, argv: &[&[u8]]) {
+        if self.backlog.is_some() && !self.from_master {
+            let resp = encode(argv.iter().copied());
+            self.feed_replicas(&resp);
         }
     }
 

@@ -6,7 +6,7 @@ use crate::command::flags::*;
 use crate::command::{Args, CommandSpec};
 use crate::db::ClientId;
 use crate::error::{CmdResult, Error};
-use crate::server::client::{Client, ConnKind, ReplyMode};
+use crate::server::client::{Client, ConnKind, ReplRole, ReplyMode};
 use crate::server::client_mem;
 use crate::server::{Ctx, Pause, Server};
 use crate::types::number::parse_i64;
@@ -208,7 +208,9 @@ fn parse_type(b: &[u8]) -> Result<Type, Error> {
 }
 
 fn type_of(c: &Client) -> Type {
-    if c.conn_kind == ConnKind::Master {
+    if c.repl_role == ReplRole::Replica {
+        Type::Replica
+    } else if c.repl_role == ReplRole::Master {
         Type::Master
     } else if c.subscription_count() > 0 || !c.shard_channels.is_empty() {
         Type::PubSub
@@ -230,11 +232,13 @@ fn laddr(c: &Client) -> String {
 /// caller's CLIENT LIST/INFO; 0 for the others, whose arguments are freed).
 pub fn describe(c: &Client, current: bool, argv_mem: usize) -> String {
     let mut flags = String::new();
-    if c.conn_kind == ConnKind::Master {
-        flags.push('M');
-    }
     if c.monitor {
         flags.push('O');
+    } else if c.repl_role == ReplRole::Replica {
+        flags.push('S');
+    }
+    if c.repl_role == ReplRole::Master {
+        flags.push('M');
     }
     if type_of(c) == Type::PubSub {
         flags.push('P');
@@ -319,7 +323,7 @@ pub fn describe(c: &Client, current: bool, argv_mem: usize) -> String {
         events,
         c.last_cmd,
         // The master's client has no user: it may do everything.
-        if c.conn_kind == ConnKind::Master {
+        if c.repl_role == ReplRole::Master {
             "(superuser)".to_string()
         } else {
             c.user.to_string()

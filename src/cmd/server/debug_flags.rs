@@ -12,8 +12,6 @@ const PEAK_RESET_DEFAULT_MS: i64 = 5000;
 /// The state these subcommands keep (`Server::debug`).
 #[derive(Debug)]
 pub struct Knobs {
-    /// The replication ID CHANGE-REPL-ID made; None: the run ID (as at start).
-    pub replid: Option<String>,
     /// QUICKLIST-PACKED-THRESHOLD, in bytes (kept and reported; Oxidis's
     /// lists have no plain nodes, see KNOWN_DIFFS).
     pub packed_threshold: u64,
@@ -26,7 +24,6 @@ pub struct Knobs {
 impl Default for Knobs {
     fn default() -> Self {
         Knobs {
-            replid: None,
             packed_threshold: PACKED_DEFAULT,
             peak_reset_ms: PEAK_RESET_DEFAULT_MS,
             drop_packet_filter: -1,
@@ -56,10 +53,7 @@ pub fn run(ctx: &mut Ctx, sub: &[u8], args: &Args) -> Option<CmdResult> {
     } else if is("change-repl-id") && n == 2 {
         crate::log::warning("Changing replication IDs after receiving DEBUG change-repl-id");
         let srv = &mut *ctx.srv;
-        let id = (0..40)
-            .map(|_| char::from(b"0123456789abcdef"[(srv.rng.next_u64() % 16) as usize]))
-            .collect();
-        srv.debug.replid = Some(id);
+        srv.repl.new_history(&mut srv.rng);
     } else if is("stringmatch-test") && n == 2 {
         stringmatch_fuzz(&mut ctx.srv.rng);
         ctx.out()

@@ -186,7 +186,11 @@ fn clients(srv: &Server, current_blocked: bool, out: &mut String) {
         }
     }
     out.push_str("# Clients\r\n");
-    line!(out, "connected_clients:{}", srv.clients.len());
+    line!(
+        out,
+        "connected_clients:{}",
+        srv.clients.len() - srv.repl.replicas.len()
+    );
     line!(out, "cluster_connections:0");
     line!(out, "maxclients:{}", srv.config.maxclients);
     let (max_in, max_out) = srv.client_mem.recent_max();
@@ -316,9 +320,9 @@ fn stats(srv: &Server, out: &mut String) {
     let (hits, misses, expired) = srv.ks.dbs.iter().fold((0, 0, 0), |(h, m, e), db| {
         (h + db.hits, m + db.misses, e + db.expired_count)
     });
-    for f in ["sync_full:0", "sync_partial_ok:0", "sync_partial_err:0"] {
-        line!(out, "{f}");
-    }
+    line!(out, "sync_full:{}", srv.repl.sync_full);
+    line!(out, "sync_partial_ok:{}", srv.repl.sync_partial_ok);
+    line!(out, "sync_partial_err:{}", srv.repl.sync_partial_err);
     line!(out, "expired_keys:{expired}");
     for f in [
         "expired_stale_perc:0.00",
@@ -385,24 +389,8 @@ fn stats(srv: &Server, out: &mut String) {
 }
 
 fn replication(srv: &Server, out: &mut String) {
-    use crate::repl::replica::ids;
     out.push_str("# Replication\r\n");
-    crate::repl::replica::info::role_lines(srv, out);
-    line!(out, "connected_slaves:0");
-    line!(out, "master_failover_state:no-failover");
-    line!(out, "master_replid:{}", ids::replid(srv));
-    let (replid2, second_offset) = ids::secondary(srv);
-    line!(out, "master_replid2:{replid2}");
-    line!(out, "master_repl_offset:{}", ids::offset(srv));
-    line!(out, "second_repl_offset:{second_offset}");
-    line!(out, "repl_backlog_active:0");
-    line!(
-        out,
-        "repl_backlog_size:{}",
-        srv.config.get_i64("repl-backlog-size")
-    );
-    line!(out, "repl_backlog_first_byte_offset:0");
-    line!(out, "repl_backlog_histlen:0");
+    crate::repl::info(srv, out);
 }
 
 /// User and system CPU seconds of this process (and of its main thread).

@@ -92,17 +92,12 @@ fn time(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
 /// ```text
 /// ROLE
 /// ```
-/// Array: `master`, the replication offset (0), and the replicas (none):
-/// Oxidis is always a master without replicas.
+/// Array: this server's role, its replication offset, and its replicas.
 fn role(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
     if crate::repl::replica::info::role(ctx) {
         return Ok(());
     }
-    let out = ctx.out();
-    out.array(3);
-    out.bulk(b"master");
-    out.int(0);
-    out.empty_array();
+    crate::repl::role(ctx.srv, &mut ctx.client.reply);
     Ok(())
 }
 

@@ -1,95 +1,93 @@
-//! The replication ids and offset this server reports (Redis's `server.replid`, `replid2`, `master_repl_offset`, `second_replid_offset`), as the replica side changes them.
+//! What the replica side changes in the master side's state (`srv.repl`, `srv.prop`): the replication ids, `master_repl_offset`, the backlog, the replicas of this replica.
 //!
-//! The master side owns these in the end (its backlog advances the offset);
-//! until then the primary id lives where INFO reads it (`srv.debug.replid`,
-//! else the run id) and the rest here. Every change the replica side makes
-//! goes through the functions below, so joining the two sides changes only
-//! this file.
+//! A replica's own replicas and backlog get its master's stream as it is
+//! applied, byte for byte (Redis's `replicationFeedStreamFromMasterStream`),
+//! never what its own commands propagate (`Propagation::from_master`).
 
+use crate::repl::backlog::Backlog;
+use crate::repl::NO_ID;
 use crate::server::Server;
-
-/// The secondary id and the offsets (see the module comment).
-#[derive(Debug)]
-pub struct ReplIds {
-    /// `master_replid2`: the id of the history this one continues.
-    pub replid2: Option<String>,
-    /// `second_repl_offset`: up to where `replid2` is valid (-1: none).
-    pub second_offset: i64,
-    /// `master_repl_offset`.
-    pub offset: i64,
-}
-
-impl Default for ReplIds {
-    fn default() -> ReplIds {
-        ReplIds {
-            replid2: None,
-            second_offset: -1,
-            offset: 0,
-        }
-    }
-}
 
 /// `master_replid`.
 pub fn replid(srv: &Server) -> &str {
-    srv.debug.replid.as_deref().unwrap_or(&srv.run_id)
+    &srv.repl.replid
 }
 
 /// `master_repl_offset`.
 pub fn offset(srv: &Server) -> i64 {
-    srv.replica.ids.offset
+    srv.prop.repl_offset
+}
+
+/// The server became a replica (true) or a master again: what its own
+/// commands propagate reaches its AOF only, or its replicas too.
+pub fn set_from_master(srv: &mut Server, on: bool) {
+    srv.prop.from_master = on;
+}
+
+/// Before a full sync's data replaces ours: the history changes, so our
+/// replicas must sync again and may not continue from our backlog
+/// (Redis's `replicationAttachToNewMaster`).
+pub fn attach_to_new_master(srv: &mut Server) {
+    disconnect_replicas(srv);
+    srv.prop.backlog = None;
 }
 
 /// After a full sync: the master's id and offset become ours, with no
-/// secondary history (Redis's `clearReplicationId2`).
+/// secondary history, and a backlog from there (Redis's end of
+/// `readSyncBulkPayload`).
 pub fn adopt(srv: &mut Server, id: &str, offset: i64) {
-    srv.debug.replid = Some(id.to_string());
-    srv.replica.ids = ReplIds {
-        offset,
-        ..ReplIds::default()
-    };
+    srv.repl.replid = id.to_string();
+    srv.repl.replid2 = NO_ID.into();
+    srv.repl.second_replid_offset = -1;
+    srv.prop.repl_offset = offset;
+    ensure_backlog(srv);
 }
 
-/// Bytes of the master's stream applied: our offset follows (Redis feeds
-/// them to its backlog and sub-replicas, `replicationFeedStreamFromMasterStream`).
+/// A replica keeps a backlog whether or not it has replicas, to serve
+/// them, or its old master, after a promotion.
+pub fn ensure_backlog(srv: &mut Server) {
+    if srv.prop.backlog.is_none() {
+        let size = srv.config.get_i64("repl-backlog-size").max(1) as usize;
+        srv.prop.backlog = Some(Box::new(Backlog::new(size, srv.prop.repl_offset)));
+        crate::db::log_expired(true);
+    }
+}
+
+/// Bytes of the master's stream applied: into the backlog and to our
+/// replicas, moving `master_repl_offset`.
 pub fn applied(srv: &mut Server, bytes: &[u8]) {
-    srv.replica.ids.offset += bytes.len() as i64;
+    srv.prop.feed_replicas(bytes);
 }
 
 /// The master continued with a new id (`+CONTINUE <id>`): the old one is
-/// valid up to our offset.
+/// valid up to our offset, and our replicas must reconnect to learn it.
 pub fn master_changed_id(srv: &mut Server, new: &str) {
-    let old = replid(srv).to_string();
-    srv.replica.ids.replid2 = Some(old);
-    srv.replica.ids.second_offset = srv.replica.ids.offset + 1;
-    srv.debug.replid = Some(new.to_string());
+    srv.repl.replid2 = std::mem::replace(&mut srv.repl.replid, new.to_string());
+    srv.repl.second_replid_offset = srv.prop.repl_offset + 1;
+    disconnect_replicas(srv);
 }
 
 /// Promotion (Redis's `shiftReplicationId`): a new id, the old one valid
-/// up to the offset reached.
+/// up to the offset reached; our replicas reconnect to learn it.
 pub fn shift(srv: &mut Server) {
-    let old = replid(srv).to_string();
-    let new: String = (0..40)
-        .map(|_| char::from(b"0123456789abcdef"[(srv.rng.next_u64() % 16) as usize]))
-        .collect();
-    srv.replica.ids.replid2 = Some(old);
-    srv.replica.ids.second_offset = srv.replica.ids.offset + 1;
-    srv.debug.replid = Some(new);
-    let ids = &srv.replica.ids;
+    let new = crate::repl::random_id(&mut srv.rng);
+    srv.repl.replid2 = std::mem::replace(&mut srv.repl.replid, new);
+    srv.repl.second_replid_offset = srv.prop.repl_offset + 1;
     crate::log::warning(&format!(
         "Setting secondary replication ID to {}, valid up to offset: {}. New replication ID is {}",
-        ids.replid2.as_deref().unwrap_or_default(),
-        ids.second_offset,
-        replid(srv)
+        srv.repl.replid2, srv.repl.second_replid_offset, srv.repl.replid
     ));
+    disconnect_replicas(srv);
+    // The next command a replica of ours receives starts with a SELECT.
+    srv.prop.forget_selected();
 }
 
-/// `master_replid2` and `second_repl_offset` as INFO shows them.
-pub fn secondary(srv: &Server) -> (&str, i64) {
-    let ids = &srv.replica.ids;
-    (
-        ids.replid2
-            .as_deref()
-            .unwrap_or("0000000000000000000000000000000000000000"),
-        ids.second_offset,
-    )
+/// Closes every replica of this server (Redis's `disconnectSlaves`).
+fn disconnect_replicas(srv: &mut Server) {
+    for r in &srv.repl.replicas {
+        if let Some(cell) = srv.clients.get(&r.id) {
+            cell.kill.set(true);
+            cell.wake.notify_one();
+        }
+    }
 }

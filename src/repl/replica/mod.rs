@@ -34,8 +34,6 @@ use crate::server::Server;
 pub struct Replica {
     /// The master this server replicates, if any.
     pub link: Option<Box<Link>>,
-    /// Ids and offset (see `ids`).
-    pub ids: ids::ReplIds,
 }
 
 /// Where the link is (Redis's `repl_state`, handshake states folded).
@@ -118,14 +116,19 @@ pub fn read_only(srv: &Server) -> bool {
     is_replica(srv) && srv.config.get("replica-read-only") == Some("yes")
 }
 
-/// Commands without the `stale` flag are refused: a replica whose link is
-/// not up, with `replica-serve-stale-data no`.
-pub fn stale(srv: &Server) -> bool {
+/// A replica whose link to its master is not up (it refuses SYNC/PSYNC
+/// with `-NOMASTERLINK`).
+pub fn link_down(srv: &Server) -> bool {
     srv.replica
         .link
         .as_ref()
         .is_some_and(|l| l.state != State::Connected)
-        && srv.config.get("replica-serve-stale-data") == Some("no")
+}
+
+/// Commands without the `stale` flag are refused: a replica whose link is
+/// not up, with `replica-serve-stale-data no`.
+pub fn stale(srv: &Server) -> bool {
+    link_down(srv) && srv.config.get("replica-serve-stale-data") == Some("no")
 }
 
 /// `replicaof host port` from the configuration file or flags: the link
@@ -141,13 +144,14 @@ pub fn start_from_config(srv: &mut Server) {
     let mut link = Box::new(Link::new(host, port));
     link.master = Some(own_position(srv));
     srv.replica.link = Some(link);
-    became_replica(true);
+    became_replica(srv, true);
     task::spawn(srv);
 }
 
 /// The role changed: key expiry and the log's role character follow.
-fn became_replica(on: bool) {
+fn became_replica(srv: &mut Server, on: bool) {
     use crate::db::ReplicaExpiry;
+    ids::set_from_master(srv, on);
     crate::db::set_replica_expiry(if on {
         ReplicaExpiry::Replica
     } else {
@@ -173,7 +177,7 @@ pub fn set_master(srv: &mut Server, host: &str, port: u16) {
     let was_master = !is_replica(srv);
     let mut cached = None;
     if let Some(old) = srv.replica.link.take() {
-        cached = stop(srv, old, true);
+        cached = stop(srv, *old, true);
     }
     if was_master {
         crate::log::notice("Before turning into a replica, using my own master parameters to synthesize a cached master: I may be able to synchronize with the new master with just a partial transfer.");
@@ -186,7 +190,7 @@ pub fn set_master(srv: &mut Server, host: &str, port: u16) {
     let _ = srv
         .config
         .set("replicaof", format!("{host} {port}").as_bytes());
-    became_replica(true);
+    became_replica(srv, true);
     crate::log::notice(&format!("Connecting to MASTER {host}:{port}"));
     task::spawn(srv);
 }
@@ -197,20 +201,19 @@ pub fn unset_master(srv: &mut Server) {
     let Some(old) = srv.replica.link.take() else {
         return;
     };
-    if stop(srv, old, false).is_some() {
+    if stop(srv, *old, false).is_some() {
         crate::log::notice("Discarding previously cached master state.");
     }
     ids::shift(srv);
-    srv.prop.forget_selected();
     let _ = srv.config.set("replicaof", b"");
-    became_replica(false);
+    became_replica(srv, false);
     transfer::restart_aof_if_needed(srv);
 }
 
 /// Ends a link: its task, its master client. Returns the master's position
 /// when `cache` (for a partial resync with the next master) or when there
 /// was a cached one to discard.
-fn stop(srv: &mut Server, mut link: Box<Link>, cache: bool) -> Option<Position> {
+fn stop(srv: &mut Server, mut link: Link, cache: bool) -> Option<Position> {
     if let Some(t) = link.task.take() {
         t.abort();
     }

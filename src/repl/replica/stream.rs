@@ -15,7 +15,7 @@ use crate::command::gate::{self, Caller, Verdict};
 use crate::db::{ClientId, ReplicaExpiry};
 use crate::log;
 use crate::resp::decode::{Decoder, Limits, Parsed};
-use crate::server::client::{Client, ClientCell, ConnKind};
+use crate::server::client::{Client, ClientCell, ConnKind, ReplRole};
 use crate::server::Server;
 
 /// Registers the master client (flags `M` in CLIENT LIST), its offsets
@@ -35,7 +35,8 @@ pub(super) fn create_master_client(
         .local_addr()
         .map(|a| a.to_string())
         .unwrap_or_default();
-    let client = Client::new(id, peer, local, ConnKind::Master, false);
+    let mut client = Client::new(id, peer, local, ConnKind::Tcp, false);
+    client.repl_role = ReplRole::Master;
     let cell = Rc::new(ClientCell {
         state: RefCell::new(client),
         wake: Default::default(),

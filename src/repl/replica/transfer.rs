@@ -248,6 +248,7 @@ fn load(
     if l.master.take().is_some() {
         log::notice("Discarding previously cached master state.");
     }
+    ids::attach_to_new_master(s);
     log::notice("MASTER <-> REPLICA sync: Flushing old data");
     log::notice("MASTER <-> REPLICA sync: Loading DB in memory");
     let data = match sink {

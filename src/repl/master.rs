@@ -1,0 +1,451 @@
+//! The master side: SYNC/PSYNC (partial from the backlog, or full with an RDB), feeding the replicas, their ACKs, and the replication cron.
+//!
+//! A full sync, disk-based as Redis's with `repl-diskless-sync no`: the
+//! replica answers `+FULLRESYNC <replid> <offset>` when an RDB child forks
+//! (the offset is the stream's at the fork), the stream produced from then
+//! on waits in the replica's `pending` buffer, and when the child has
+//! written the file the replica gets `$<len>\r\n`, the file, and what
+//! waited, and is online. Replicas are ordinary client connections: the
+//! bytes go to their reply buffers and their tasks write them.
+
+use super::backlog::Backlog;
+use super::{Replica, ReplicaState};
+use crate::db::ClientId;
+use crate::log;
+use crate::server::client::Client;
+use crate::server::Server;
+
+/// A SYNC or PSYNC from `client` (Redis's `syncCommand`). `psync` holds
+/// the replid and offset a PSYNC asked for. Replies are written to the
+/// client's reply buffer; errors are returned as `Err(text)`.
+pub fn sync(
+    srv: &mut Server,
+    client: &mut Client,
+    psync: Option<(&[u8], &[u8])>,
+) -> Result<(), crate::error::Error> {
+    use crate::error::Error;
+    if srv.repl.is_replica(client.id) {
+        return Ok(());
+    }
+    // A replica serves replicas of its own only while its link is up.
+    if super::replica::link_down(srv) {
+        return Err(Error::coded(
+            "NOMASTERLINK Can't SYNC while not connected with my master",
+        ));
+    }
+    if !client.reply.buf.is_empty() {
+        return Err(Error::msg("SYNC and PSYNC are invalid with pending output"));
+    }
+    let announce = srv
+        .repl
+        .announced
+        .iter()
+        .position(|(c, _)| *c == client.id)
+        .map(|i| srv.repl.announced.remove(i).1)
+        .unwrap_or_default();
+    let mut replica = Replica {
+        id: client.id,
+        state: ReplicaState::WaitBgsaveStart,
+        announce,
+        peer: client.addr.to_string(),
+        pre_psync: psync.is_none(),
+        initial_offset: 0,
+        ack_offset: 0,
+        ack_time: crate::clock::unix_now(),
+    };
+    log::notice(&format!(
+        "Replica {} asks for synchronization",
+        replica.name()
+    ));
+    if let Some((replid, offset)) = psync {
+        let Some(offset) = std::str::from_utf8(offset)
+            .ok()
+            .and_then(|s| s.parse::<i64>().ok())
+        else {
+            log::warning(&format!(
+                "Replica {} asks for synchronization but with a wrong offset",
+                replica.name()
+            ));
+            return Err(Error::NotInteger);
+        };
+        if try_partial(srv, client, &mut replica, replid, offset) {
+            srv.repl.sync_partial_ok += 1;
+            srv.repl.replicas.push(replica);
+            return Ok(());
+        }
+        if replid.first() != Some(&b'?') {
+            srv.repl.sync_partial_err += 1;
+        }
+    }
+    srv.repl.sync_full += 1;
+    let first = srv.repl.replicas.is_empty();
+    srv.repl.replicas.push(replica);
+    if first && srv.prop.backlog.is_none() {
+        create_backlog(srv);
+        log::notice(&format!(
+            "Replication backlog created, my new replication IDs are '{}' and '{}'",
+            srv.repl.replid, srv.repl.replid2
+        ));
+    }
+    if srv.persist.child.active() {
+        // A running BGSAVE serves this replica too when another replica is
+        // already collecting the stream since its fork; otherwise the next
+        // one (started by the cron once no child runs) will.
+        let donor = srv
+            .repl
+            .replicas
+            .iter()
+            .find(|r| matches!(r.state, ReplicaState::WaitBgsaveEnd { .. }))
+            .map(|r| (r.initial_offset, r.state_pending().to_vec()));
+        match donor {
+            Some((offset, pending)) if srv.persist.child.is(crate::persist::child::Kind::Rdb) => {
+                let replid = srv.repl.replid.clone();
+                if let Some(r) = srv.repl.replica_mut(client.id) {
+                    r.state = ReplicaState::WaitBgsaveEnd { pending };
+                    r.initial_offset = offset;
+                    if !r.pre_psync {
+                        client
+                            .reply
+                            .raw(format!("+FULLRESYNC {replid} {offset}\r\n").as_bytes());
+                    }
+                }
+                log::notice("Waiting for end of BGSAVE for SYNC");
+            }
+            _ if srv.persist.child.is(crate::persist::child::Kind::Rdb) => log::notice(
+                "Can't attach the replica to the current BGSAVE. Waiting for next BGSAVE for SYNC",
+            ),
+            _ => log::notice(
+                "No BGSAVE in progress, but another BG operation is active. BGSAVE for replication delayed",
+            ),
+        }
+        return Ok(());
+    }
+    start_bgsave(srv, Some(client));
+    Ok(())
+}
+
+impl Replica {
+    fn state_pending(&self) -> &[u8] {
+        match &self.state {
+            ReplicaState::WaitBgsaveEnd { pending } => pending,
+            _ => &[],
+        }
+    }
+}
+
+/// The backlog, created with a new history (Redis's
+/// `createReplicationBacklog` after `changeReplicationId`).
+fn create_backlog(srv: &mut Server) {
+    srv.repl.new_history(&mut srv.rng);
+    let size = srv.config.get_i64("repl-backlog-size").max(1) as usize;
+    srv.prop.backlog = Some(Box::new(Backlog::new(size, srv.prop.repl_offset)));
+    // Keys expired from now on propagate as DELs.
+    crate::db::log_expired(true);
+}
+
+/// A PSYNC continuing from the backlog (Redis's
+/// `masterTryPartialResynchronization`): true when accepted, with
+/// `+CONTINUE` and the missing bytes written.
+fn try_partial(
+    srv: &mut Server,
+    client: &mut Client,
+    replica: &mut Replica,
+    replid: &[u8],
+    offset: i64,
+) -> bool {
+    let repl = &srv.repl;
+    let is = |id: &str| replid.eq_ignore_ascii_case(id.as_bytes());
+    let replid_text = String::from_utf8_lossy(replid);
+    if !is(&repl.replid) && (!is(&repl.replid2) || offset > repl.second_replid_offset) {
+        if replid.first() != Some(&b'?') {
+            if !is(&repl.replid) && !is(&repl.replid2) {
+                log::notice(&format!(
+                    "Partial resynchronization not accepted: Replication ID mismatch (Replica asked for '{replid_text}', my replication IDs are '{}' and '{}')",
+                    repl.replid, repl.replid2
+                ));
+            } else {
+                log::notice(&format!(
+                    "Partial resynchronization not accepted: Requested offset for second ID was {offset}, but I can reply up to {}",
+                    repl.second_replid_offset
+                ));
+            }
+        } else {
+            log::notice(&format!(
+                "Full resync requested by replica {}",
+                replica.name()
+            ));
+        }
+        return false;
+    }
+    let Some(missing) = srv.prop.backlog.as_ref().and_then(|b| b.since(offset)) else {
+        log::notice(&format!(
+            "Unable to partial resync with replica {} for lack of backlog (Replica request was: {offset}).",
+            replica.name()
+        ));
+        if offset > srv.prop.repl_offset {
+            log::warning(&format!(
+                "Warning: replica {} tried to PSYNC with an offset that is greater than the master replication offset.",
+                replica.name()
+            ));
+        }
+        return false;
+    };
+    if replica.announce.capa_psync2 {
+        client
+            .reply
+            .raw(format!("+CONTINUE {}\r\n", srv.repl.replid).as_bytes());
+    } else {
+        client.reply.raw(b"+CONTINUE\r\n");
+    }
+    client.reply.raw(&missing);
+    replica.state = ReplicaState::Online;
+    replica.ack_time = crate::clock::unix_now();
+    log::notice(&format!(
+        "Partial resynchronization request from {} accepted. Sending {} bytes of backlog starting from offset {offset}.",
+        replica.name(),
+        missing.len()
+    ));
+    true
+}
+
+/// Forks the RDB child for the replicas waiting for one (Redis's
+/// `startBgsaveForReplication`, disk target). `current` is the running
+/// client, when it is one of them.
+fn start_bgsave(srv: &mut Server, mut current: Option<&mut Client>) {
+    log::notice("Starting BGSAVE for SYNC with target: disk");
+    let started = crate::persist::snapshot::bgsave(srv).is_ok();
+    let offset = srv.prop.repl_offset;
+    let replid = srv.repl.replid.clone();
+    let waiting: Vec<ClientId> = srv
+        .repl
+        .replicas
+        .iter()
+        .filter(|r| matches!(r.state, ReplicaState::WaitBgsaveStart))
+        .map(|r| r.id)
+        .collect();
+    if !started {
+        log::warning("BGSAVE for replication failed");
+    }
+    for id in waiting {
+        let line = if started {
+            let r = srv.repl.replica_mut(id).expect("listed above");
+            r.state = ReplicaState::WaitBgsaveEnd {
+                pending: Vec::new(),
+            };
+            r.initial_offset = offset;
+            (!r.pre_psync).then(|| format!("+FULLRESYNC {replid} {offset}\r\n"))
+        } else {
+            srv.repl.replicas.retain(|r| r.id != id);
+            Some("-ERR BGSAVE failed, replication can't continue\r\n".to_string())
+        };
+        let close = !started;
+        with_client(srv, current.as_deref_mut(), id, |c| {
+            if let Some(l) = &line {
+                c.reply.raw(l.as_bytes());
+            }
+            c.close_after_reply |= close;
+        });
+    }
+    // The stream after the fork starts with a SELECT, as the replica's
+    // database after loading is unknown to it.
+    srv.prop.forget_selected();
+}
+
+/// The RDB child ended (Redis's `updateSlavesWaitingBgsave`, disk
+/// target): replicas waiting for it get the file and go online, or are
+/// dropped when it failed; replicas that could not use it start the next.
+pub fn rdb_done(srv: &mut Server, ok: bool) {
+    if srv.repl.replicas.is_empty() {
+        return;
+    }
+    let ended: Vec<ClientId> = srv
+        .repl
+        .replicas
+        .iter()
+        .filter(|r| matches!(r.state, ReplicaState::WaitBgsaveEnd { .. }))
+        .map(|r| r.id)
+        .collect();
+    let rdb = if ok && !ended.is_empty() {
+        match std::fs::read(crate::persist::snapshot::rdb_path(srv)) {
+            Ok(d) => Some(d),
+            Err(e) => {
+                log::warning(&format!(
+                    "SYNC failed. Can't open/stat DB after BGSAVE: {e}"
+                ));
+                None
+            }
+        }
+    } else {
+        None
+    };
+    for id in ended {
+        let Some(i) = srv.repl.replicas.iter().position(|r| r.id == id) else {
+            continue;
+        };
+        match &rdb {
+            Some(data) => {
+                let r = &mut srv.repl.replicas[i];
+                let pending = match std::mem::replace(&mut r.state, ReplicaState::Online) {
+                    ReplicaState::WaitBgsaveEnd { pending } => pending,
+                    _ => Vec::new(),
+                };
+                r.ack_time = crate::clock::unix_now();
+                let name = r.name();
+                push(srv, None, id, |c| {
+                    c.reply.raw(format!("${}\r\n", data.len()).as_bytes());
+                    c.reply.raw(data);
+                    c.reply.raw(&pending);
+                });
+                log::notice(&format!("Synchronization with replica {name} succeeded"));
+            }
+            None => {
+                let r = srv.repl.replicas.remove(i);
+                log::warning("SYNC failed. BGSAVE child returned an error");
+                kill(srv, r.id);
+            }
+        }
+    }
+    if srv
+        .repl
+        .replicas
+        .iter()
+        .any(|r| matches!(r.state, ReplicaState::WaitBgsaveStart))
+        && !srv.persist.child.active()
+    {
+        start_bgsave(srv, None);
+    }
+}
+
+/// Hands the stream produced since the last call to the replicas: online
+/// ones get it now, ones waiting for their RDB keep it for later.
+/// `current` is the client whose turn it is (its state is borrowed).
+pub fn distribute(srv: &mut Server, mut current: Option<&mut Client>) {
+    if srv.prop.repl_fresh.is_empty() {
+        return;
+    }
+    let fresh = std::mem::take(&mut srv.prop.repl_fresh);
+    let online: Vec<ClientId> = srv
+        .repl
+        .replicas
+        .iter_mut()
+        .filter_map(|r| match &mut r.state {
+            ReplicaState::Online => Some(r.id),
+            ReplicaState::WaitBgsaveEnd { pending } => {
+                pending.extend_from_slice(&fresh);
+                None
+            }
+            ReplicaState::WaitBgsaveStart => None,
+        })
+        .collect();
+    for id in online {
+        push(srv, current.as_deref_mut(), id, |c| c.reply.raw(&fresh));
+    }
+    let mut fresh = fresh;
+    fresh.clear();
+    srv.prop.repl_fresh = fresh;
+}
+
+/// Runs `f` on a client's state, the running one included.
+fn with_client(
+    srv: &Server,
+    current: Option<&mut Client>,
+    id: ClientId,
+    f: impl FnOnce(&mut Client),
+) {
+    match current {
+        Some(c) if c.id == id => f(c),
+        _ => {
+            if let Some(cell) = srv.clients.get(&id) {
+                if let Ok(mut c) = cell.state.try_borrow_mut() {
+                    f(&mut c);
+                }
+            }
+        }
+    }
+}
+
+/// Writes to a replica's output and wakes its task to send it.
+fn push(srv: &Server, current: Option<&mut Client>, id: ClientId, f: impl FnOnce(&mut Client)) {
+    with_client(srv, current, id, f);
+    srv.wake(id);
+}
+
+/// Closes a replica's connection.
+fn kill(srv: &Server, id: ClientId) {
+    if let Some(cell) = srv.clients.get(&id) {
+        cell.kill.set(true);
+        cell.wake.notify_one();
+    }
+}
+
+/// `REPLCONF ACK <offset>` from a replica (no reply): records it and
+/// answers the WAITs it satisfies.
+pub fn ack(srv: &mut Server, current: &mut Client, offset: i64) {
+    let now = crate::clock::unix_now();
+    let Some(r) = srv.repl.replica_mut(current.id) else {
+        return;
+    };
+    if offset > r.ack_offset {
+        r.ack_offset = offset;
+    }
+    r.ack_time = now;
+    super::wait::acked_by(srv, current);
+}
+
+/// Once a second (Redis's `replicationCron`, master part): a PING into the
+/// stream every `repl-ping-replica-period` seconds, a newline to replicas
+/// still waiting for their RDB (so they know the master is alive),
+/// replicas silent for `repl-timeout` dropped, a delayed RDB child
+/// started, and the backlog freed after `repl-backlog-ttl` without
+/// replicas.
+pub fn cron(srv: &mut Server) {
+    let repl = &mut srv.repl;
+    repl.cron_secs += 1;
+    let now = crate::clock::unix_now();
+    if !repl.replicas.is_empty() {
+        let period = srv.config.get_i64("repl-ping-replica-period").max(1) as u64;
+        if repl.cron_secs.is_multiple_of(period) {
+            srv.prop.feed_replicas_only(&[b"PING"]);
+        }
+        let timeout = srv.config.get_i64("repl-timeout").max(1);
+        let mut dropped = Vec::new();
+        for r in &srv.repl.replicas {
+            match r.state {
+                ReplicaState::Online if !r.pre_psync && now - r.ack_time > timeout => {
+                    log::warning(&format!(
+                        "Disconnecting timedout replica (streaming sync): {}",
+                        r.name()
+                    ));
+                    dropped.push(r.id);
+                }
+                ReplicaState::WaitBgsaveStart | ReplicaState::WaitBgsaveEnd { .. } => {
+                    push(srv, None, r.id, |c| c.reply.raw(b"\n"));
+                }
+                _ => {}
+            }
+        }
+        for id in dropped {
+            kill(srv, id);
+        }
+        if !srv.persist.child.active()
+            && srv
+                .repl
+                .replicas
+                .iter()
+                .any(|r| matches!(r.state, ReplicaState::WaitBgsaveStart))
+        {
+            start_bgsave(srv, None);
+        }
+    } else if srv.prop.backlog.is_some() {
+        let ttl = srv.config.get_i64("repl-backlog-ttl");
+        if ttl > 0 && now - srv.repl.no_replicas_since > ttl {
+            // A later replica cannot continue this history: a new id.
+            srv.repl.new_history(&mut srv.rng);
+            srv.prop.backlog = None;
+            log::notice(&format!(
+                "Replication backlog freed after {ttl} seconds without connected replicas."
+            ));
+        }
+    }
+    distribute(srv, None);
+}
