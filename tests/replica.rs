@@ -686,3 +686,72 @@ fn oxidis_replica_of_oxidis_and_failover() {
         Some("0")
     );
 }
+
+/// A diskless load (`repl-diskless-load swapdb`) holds the replica in the
+/// loading state while the RDB streams in (clients get -LOADING); a
+/// transfer cut short leaves the old data, as Redis's
+/// "Diskless load swapdb (different replid)".
+#[test]
+fn diskless_load_is_loading_until_the_rdb_is_in() {
+    // Uncompressed values fill the master's child's 16 KiB buffer, so the
+    // EOF-marked header goes out after a few keys.
+    let m_srv = master(&["--repl-diskless-sync", "yes", "--rdbcompression", "no"]);
+    let mut m = m_srv.conn();
+    let value = "v".repeat(1000);
+    for i in 0..500 {
+        let _: () = redis::cmd("SET")
+            .arg(format!("k{i}"))
+            .arg(&value)
+            .query(&mut m)
+            .unwrap();
+    }
+    // 100 ms per key saved: the transfer lasts until the test cuts it.
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("rdb-key-save-delay")
+        .arg(100_000)
+        .query(&mut m)
+        .unwrap();
+    let r_srv = replica(&[
+        "--repl-diskless-load",
+        "swapdb",
+        "--replica-read-only",
+        "no",
+    ]);
+    let mut r = common::conn(&r_srv);
+    let _: () = redis::cmd("SET")
+        .arg("mine")
+        .arg("old")
+        .query(&mut r)
+        .unwrap();
+    replicaof(&mut r, m_srv.port);
+    wait_for("the replica to load from the socket", || {
+        info_field(&mut r, "persistence", "loading").as_deref() == Some("1")
+    });
+    let err = redis::cmd("GET")
+        .arg("mine")
+        .query::<()>(&mut r)
+        .unwrap_err();
+    assert_eq!(err.code(), Some("LOADING"));
+    assert_eq!(
+        info_field(&mut r, "replication", "master_sync_in_progress").as_deref(),
+        Some("1")
+    );
+    let _: i64 = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("replica")
+        .query(&mut m)
+        .unwrap();
+    wait_for("the load to stop", || {
+        info_field(&mut r, "persistence", "loading").as_deref() == Some("0")
+    });
+    let v: String = redis::cmd("GET").arg("mine").query(&mut r).unwrap();
+    assert_eq!(v, "old");
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("rdb-key-save-delay")
+        .arg(0)
+        .query(&mut m)
+        .unwrap();
+}

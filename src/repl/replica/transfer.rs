@@ -108,6 +108,11 @@ pub(super) async fn run(
     {
         let s = &mut *srv.borrow_mut();
         link_of(s, generation).ok_or(Outcome::Gone)?.transfer_size = size;
+        if !disk_load {
+            // Loading from the socket: clients get -LOADING from now on,
+            // as Redis's parser reading the socket (not async loading).
+            crate::persist::loading::start(s, size.max(0) as u64);
+        }
     }
     let mut sink = if disk_load {
         let dir = crate::persist::snapshot::dir(&srv.borrow());
@@ -131,20 +136,25 @@ pub(super) async fn run(
         Sink::Memory(Vec::new())
     };
     let received = receive(srv, generation, conn, &mut sink, size, mark.as_deref()).await;
-    if let Err(o) = received {
-        if let Sink::File(_, p) = &sink {
-            let _ = std::fs::remove_file(p);
+    let s = &mut *srv.borrow_mut();
+    let failed = match received {
+        Err(o) => Some(o),
+        Ok(()) if link_of(s, generation).is_none() => Some(Outcome::Gone),
+        Ok(()) => None,
+    };
+    if let Some(o) = failed {
+        match &sink {
+            Sink::File(_, p) => {
+                let _ = std::fs::remove_file(p);
+            }
+            Sink::Memory(_) => crate::persist::loading::stop(s),
         }
         return Err(o);
     }
-    let s = &mut *srv.borrow_mut();
-    if link_of(s, generation).is_none() {
-        if let Sink::File(_, p) = &sink {
-            let _ = std::fs::remove_file(p);
-        }
-        return Err(Outcome::Gone);
-    }
-    let cell = load(s, generation, sink, conn, replid, offset)?;
+    let cell = load(s, generation, sink, conn, replid, offset).inspect_err(|_| {
+        // Whatever failed, the load (begun with the transfer when diskless) ends.
+        crate::persist::loading::stop(s);
+    })?;
     // After an EOF-marked transfer the first ACK goes at once: it puts this
     // replica online on the master.
     Ok((cell, mark.is_some()))
@@ -251,6 +261,7 @@ fn load(
     ids::attach_to_new_master(s);
     log::notice("MASTER <-> REPLICA sync: Flushing old data");
     log::notice("MASTER <-> REPLICA sync: Loading DB in memory");
+    let from_socket = matches!(sink, Sink::Memory(_));
     let data = match sink {
         Sink::Memory(v) => v,
         Sink::File(f, tmp) => {
@@ -274,7 +285,9 @@ fn load(
             }
         }
     };
-    crate::persist::loading::start(s, data.len() as u64);
+    if !from_socket {
+        crate::persist::loading::start(s, data.len() as u64);
+    }
     let opts = LoadOptions {
         keep_expired: true,
         ..LoadOptions::default()
@@ -283,9 +296,10 @@ fn load(
     crate::persist::loading::stop(s);
     drop(data);
     if loaded.is_err() {
-        log::warning(
-            "Failed trying to load the MASTER synchronization DB from socket: Invalid argument",
-        );
+        log::warning(&format!(
+            "Failed trying to load the MASTER synchronization DB from {}: Invalid argument",
+            if from_socket { "socket" } else { "disk" }
+        ));
         return Err(Outcome::Now);
     }
     s.ks.dirty += 1;
