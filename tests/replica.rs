@@ -755,3 +755,57 @@ fn diskless_load_is_loading_until_the_rdb_is_in() {
         .query(&mut m)
         .unwrap();
 }
+
+/// A writable replica expires the keys its own clients gave a TTL (the
+/// master knows nothing of them), and logs the errors its master's
+/// commands get.
+#[test]
+fn writable_replica_expires_its_own_keys() {
+    let m_srv = master(&[]);
+    let mut m = m_srv.conn();
+    let r_srv = replica(&["--replica-read-only", "no"]);
+    let mut r = common::conn(&r_srv);
+    replicaof(&mut r, m_srv.port);
+    wait_for("the link to come up", || link_up(&mut r));
+    let _: () = redis::cmd("SET")
+        .arg("mine")
+        .arg("v")
+        .arg("PX")
+        .arg(1)
+        .query(&mut r)
+        .unwrap();
+    let _: () = redis::cmd("SET")
+        .arg("kept")
+        .arg("v")
+        .query(&mut r)
+        .unwrap();
+    wait_for("the replica to expire its own key", || {
+        redis::cmd("DBSIZE").query::<i64>(&mut r).unwrap() == 1
+    });
+    // Diverged data: the master's INCRBY fails on the replica, which goes on.
+    let _: () = redis::cmd("SET")
+        .arg("kept")
+        .arg("1")
+        .query(&mut m)
+        .unwrap();
+    wait_caught_up(&mut m, &mut r);
+    let _: () = redis::cmd("SET")
+        .arg("kept")
+        .arg("foo")
+        .query(&mut r)
+        .unwrap();
+    let _: i64 = redis::cmd("INCRBY")
+        .arg("kept")
+        .arg(1)
+        .query(&mut m)
+        .unwrap();
+    let _: () = redis::cmd("SET")
+        .arg("after")
+        .arg("x")
+        .query(&mut m)
+        .unwrap();
+    wait_caught_up(&mut m, &mut r);
+    let v: String = redis::cmd("GET").arg("after").query(&mut r).unwrap();
+    assert_eq!(v, "x");
+    assert!(link_up(&mut r));
+}

@@ -6,7 +6,7 @@ pub mod lazyfree;
 mod typed;
 pub mod value;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use crate::clock;
 use crate::server::notify;
@@ -148,6 +148,44 @@ pub fn set_replica_expiry(mode: ReplicaExpiry) {
 /// The current [`ReplicaExpiry`].
 pub fn replica_expiry() -> ReplicaExpiry {
     REPLICA_EXPIRY.with(|c| c.get())
+}
+
+thread_local! {
+    /// Keys a client of a writable replica gave a TTL: the master never
+    /// expires them, so the replica does (Redis's `slaveKeysWithExpire`).
+    static REPLICA_KEYS: std::cell::RefCell<HashSet<(usize, Box<[u8]>)>> =
+        std::cell::RefCell::new(HashSet::new());
+}
+
+fn remember_replica_key(db: usize, key: &[u8]) {
+    REPLICA_KEYS.with(|s| s.borrow_mut().insert((db, key.into())));
+}
+
+/// Forgets the keys [`expire_replica_keys`] watches (a full sync, a promotion).
+pub fn forget_replica_keys() {
+    REPLICA_KEYS.with(|s| s.borrow_mut().clear());
+}
+
+/// Deletes the keys written with a TTL on this writable replica whose time
+/// has come (Redis's `expireSlaveKeys`); keys gone or without a TTL any
+/// more are forgotten.
+pub fn expire_replica_keys(dbs: &mut [Db]) {
+    REPLICA_KEYS.with(|s| {
+        let now = clock::now_ms();
+        s.borrow_mut().retain(|(db, key)| {
+            let Some(d) = dbs.get_mut(*db) else {
+                return false;
+            };
+            match d.expire_at(key) {
+                Some(at) if at <= now => {
+                    d.delete_expired(key);
+                    false
+                }
+                Some(_) => true,
+                None => false,
+            }
+        })
+    });
 }
 
 /// True while a replica runs its master's stream (Redis's
@@ -442,6 +480,9 @@ impl Db {
         self.keys.insert_new_slice(key, entry);
         if let Some(at) = expire_at {
             self.expires.insert(key, at);
+            if replica_expiry() == ReplicaExpiry::Replica {
+                remember_replica_key(self.id, key);
+            }
         }
     }
 
@@ -566,6 +607,9 @@ impl Db {
     pub fn set_expire(&mut self, key: &[u8], at_ms: i64) {
         debug_assert!(self.keys.contains_key(key));
         self.expires.insert(key, at_ms);
+        if replica_expiry() == ReplicaExpiry::Replica {
+            remember_replica_key(self.id, key);
+        }
     }
 
     /// Removes the expiry; true when there was one.

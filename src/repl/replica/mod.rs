@@ -152,6 +152,7 @@ pub fn start_from_config(srv: &mut Server) {
 fn became_replica(srv: &mut Server, on: bool) {
     use crate::db::ReplicaExpiry;
     ids::set_from_master(srv, on);
+    crate::db::forget_replica_keys();
     crate::db::set_replica_expiry(if on {
         ReplicaExpiry::Replica
     } else {

@@ -256,19 +256,37 @@ fn run_command(s: &mut Server, generation: u64, c: &mut Client, args: &Args, out
         return;
     }
     crate::db::set_replica_expiry(ReplicaExpiry::Applying);
-    match gate::check(s, c, args, Caller::Internal) {
+    let cmd_name = match gate::check(s, c, args, Caller::Internal) {
         Verdict::Run(cmd) => {
             dispatch::call(s, c, cmd, args, false);
             dispatch::after_command(s, c);
+            cmd.spec.full_name()
         }
-        Verdict::Queue(cmd) => dispatch::queue(c, cmd, args),
-        Verdict::Reject(_, r) => log::warning(&format!(
-            "Command from the master refused: {} ({})",
-            String::from_utf8_lossy(args.at(0)),
-            r.error().text()
-        )),
-        Verdict::Postpone => {}
-    }
+        Verdict::Queue(cmd) => {
+            dispatch::queue(c, cmd, args);
+            cmd.spec.full_name()
+        }
+        Verdict::Reject(cmd, r) => {
+            dispatch::reject(s, c, cmd, &r);
+            cmd.map_or("<unknown>", |c| c.spec.full_name())
+        }
+        Verdict::Postpone => "<unknown>",
+    };
     crate::db::set_replica_expiry(ReplicaExpiry::Replica);
+    if c.reply.buf.first() == Some(&b'-') {
+        log_error_to_master(&c.reply.buf, cmd_name);
+    }
     c.reply.buf.clear();
+}
+
+/// An error the master's command got (never sent to the master): Redis
+/// logs it, as it hints at a divergence (`afterErrorReply`).
+fn log_error_to_master(reply: &[u8], cmd_name: &str) {
+    let line = reply.split(|&b| b == b'\r').next().unwrap_or_default();
+    let text = String::from_utf8_lossy(&line[1..]);
+    // Redis quotes ERR-class errors without their code.
+    let text = text.strip_prefix("ERR ").unwrap_or(&text);
+    log::warning(&format!(
+        "== CRITICAL == This replica is sending an error to its master: '{text}' after processing the command '{cmd_name}'"
+    ));
 }

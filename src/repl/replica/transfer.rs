@@ -259,6 +259,7 @@ fn load(
         log::notice("Discarding previously cached master state.");
     }
     ids::attach_to_new_master(s);
+    crate::db::forget_replica_keys();
     log::notice("MASTER <-> REPLICA sync: Flushing old data");
     log::notice("MASTER <-> REPLICA sync: Loading DB in memory");
     let from_socket = matches!(sink, Sink::Memory(_));
