@@ -60,8 +60,9 @@ pub fn run(ctx: &mut Ctx, sub: &[u8], args: &Args) -> Option<CmdResult> {
             .simple("Apparently Redis did not crash: test passed");
         return Some(Ok(()));
     } else if is("replicate") && n >= 3 {
-        // Redis feeds the words to its replicas only (not the AOF); a
-        // server without replicas sends them nowhere.
+        // Redis feeds the words to its replicas only (not the AOF).
+        let argv: Vec<&[u8]> = args.from(2).collect();
+        ctx.srv.prop.feed_replicas_only(&argv);
     } else if is("quicklist-packed-threshold") && n == 3 {
         let arg = String::from_utf8_lossy(args.at(2));
         let size = crate::config::parse_memory(&arg).filter(|&v| v >= 0);
