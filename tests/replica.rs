@@ -366,6 +366,9 @@ fn read_only_replica_then_promotion() {
 fn dropped_link_resumes_with_partial_resync() {
     let m_srv = master(&[]);
     let mut m = m_srv.conn();
+    // The stream is in database 9 when the link drops: it goes on there
+    // without a SELECT.
+    let _: () = redis::cmd("SELECT").arg(9).query(&mut m).unwrap();
     let _: () = redis::cmd("SET").arg("a").arg("1").query(&mut m).unwrap();
     let r_srv = replica(&[]);
     let mut r = common::conn(&r_srv);
@@ -403,6 +406,7 @@ fn dropped_link_resumes_with_partial_resync() {
         info_field(&mut m, "stats", "sync_full").as_deref(),
         Some("1")
     );
+    let _: () = redis::cmd("SELECT").arg(9).query(&mut r).unwrap();
     let v: Vec<Option<String>> = redis::cmd("MGET")
         .arg("a")
         .arg("b")

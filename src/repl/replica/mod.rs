@@ -60,6 +60,9 @@ pub struct Position {
     pub reploff: i64,
     /// Offset of the last byte read from the socket.
     pub read_reploff: i64,
+    /// The database the master client had selected: a partial resync
+    /// continues in it (the master sends no SELECT again).
+    pub db: usize,
 }
 
 /// The link to the master.
@@ -170,6 +173,7 @@ fn own_position(srv: &Server) -> Position {
         replid: ids::replid(srv).to_string(),
         reploff: off,
         read_reploff: off,
+        db: 0,
     }
 }
 
@@ -219,6 +223,13 @@ fn stop(srv: &mut Server, mut link: Link, cache: bool) -> Option<Position> {
         t.abort();
     }
     if let Some(id) = link.master_client.take() {
+        let db = srv
+            .clients
+            .get(&id)
+            .and_then(|c| c.state.try_borrow().ok().map(|c| c.db));
+        if let (Some(p), Some(db)) = (link.master.as_mut(), db) {
+            p.db = db;
+        }
         stream::free_master_client(srv, id);
         if cache {
             crate::log::notice("Caching the disconnected master state.");

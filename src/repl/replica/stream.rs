@@ -37,6 +37,13 @@ pub(super) fn create_master_client(
         .unwrap_or_default();
     let mut client = Client::new(id, peer, local, ConnKind::Tcp, false);
     client.repl_role = ReplRole::Master;
+    // A resurrected master continues in the database it had selected.
+    client.db = srv
+        .replica
+        .link
+        .as_deref()
+        .and_then(|l| l.master.as_ref())
+        .map_or(0, |p| p.db);
     let cell = Rc::new(ClientCell {
         state: RefCell::new(client),
         wake: Default::default(),
@@ -66,6 +73,15 @@ pub(super) fn free_master_client(srv: &mut Server, id: ClientId) {
     };
     if c.multi.is_some() {
         crate::cmd::txn::discard_transaction(srv, &mut c);
+    }
+    // Cached for a partial resync: the stream goes on in this database.
+    if let Some(p) = srv
+        .replica
+        .link
+        .as_deref_mut()
+        .and_then(|l| l.master.as_mut())
+    {
+        p.db = c.db;
     }
     crate::net::listener::remove_client(srv, &mut c);
     cell.kill.set(true);

@@ -313,6 +313,7 @@ fn load(
         replid: replid.to_string(),
         reploff: offset,
         read_reploff: offset,
+        db: 0,
     });
     l.master_client = Some(cell.state.borrow().id);
     l.state = State::Connected;
