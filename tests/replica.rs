@@ -813,3 +813,99 @@ fn writable_replica_expires_its_own_keys() {
     assert_eq!(v, "x");
     assert!(link_up(&mut r));
 }
+
+/// `repl-diskless-load swapdb` with a master of the same history (a second
+/// full sync): the old data is served while the RDB streams in
+/// (`async_loading:1`), REPLICAOF is refused with -LOADING, and the new
+/// data replaces it once loaded.
+#[test]
+fn swapdb_of_the_same_history_serves_old_data_meanwhile() {
+    let m_srv = master(&["--repl-diskless-sync", "yes", "--rdbcompression", "no"]);
+    let mut m = m_srv.conn();
+    let r_srv = replica(&[
+        "--repl-diskless-load",
+        "swapdb",
+        "--replica-read-only",
+        "no",
+    ]);
+    let mut r = common::conn(&r_srv);
+    replicaof(&mut r, m_srv.port);
+    wait_for("the link to come up", || link_up(&mut r));
+    let value = "v".repeat(1000);
+    for i in 0..500 {
+        let _: () = redis::cmd("SET")
+            .arg(format!("k{i}"))
+            .arg(&value)
+            .query(&mut m)
+            .unwrap();
+    }
+    wait_caught_up(&mut m, &mut r);
+    let _: () = redis::cmd("SET")
+        .arg("mine")
+        .arg("old")
+        .query(&mut r)
+        .unwrap();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("rdb-key-save-delay")
+        .arg(100_000)
+        .query(&mut m)
+        .unwrap();
+    // A backlog too small for what follows: the replica must sync in full.
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("repl-backlog-size")
+        .arg(16384)
+        .query(&mut m)
+        .unwrap();
+    let _: i64 = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("replica")
+        .query(&mut m)
+        .unwrap();
+    for i in 0..10 {
+        let _: () = redis::cmd("SET")
+            .arg(format!("fill{i}"))
+            .arg("A".repeat(16384))
+            .query(&mut m)
+            .unwrap();
+    }
+    wait_for("the replica to load in the background", || {
+        info_field(&mut r, "persistence", "async_loading").as_deref() == Some("1")
+    });
+    assert_eq!(
+        info_field(&mut r, "persistence", "loading").as_deref(),
+        Some("0")
+    );
+    let v: String = redis::cmd("GET").arg("mine").query(&mut r).unwrap();
+    assert_eq!(v, "old");
+    let err = redis::cmd("REPLICAOF")
+        .arg("NO")
+        .arg("ONE")
+        .query::<()>(&mut r)
+        .unwrap_err();
+    assert_eq!(err.code(), Some("LOADING"));
+    // The slow child keeps its delay: cut this transfer, the next one is fast.
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("rdb-key-save-delay")
+        .arg(0)
+        .query(&mut m)
+        .unwrap();
+    let _: i64 = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("replica")
+        .query(&mut m)
+        .unwrap();
+    wait_for("the new data", || {
+        redis::cmd("EXISTS")
+            .arg("mine")
+            .query::<i64>(&mut r)
+            .unwrap()
+            == 0
+    });
+    wait_caught_up(&mut m, &mut r);
+    assert_eq!(digest(&mut r), digest(&mut m));
+}

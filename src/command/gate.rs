@@ -143,6 +143,11 @@ pub fn admit(srv: &Server, client: &Client, cmd: CmdRef, args: &Args, caller: Ca
     if let Some(r) = loading(cmd, caller) {
         return reject(r);
     }
+    // A replica loading its master's RDB while it serves the old data
+    // refuses only what must not run then (`no_async_loading`).
+    if !obey && cmd.spec.has(flags::NO_ASYNC_LOADING) && crate::repl::replica::async_loading(srv) {
+        return reject(Rejection::Loading);
+    }
     if let Caller::WhileBusy { function } = caller {
         if !spec.has(flags::ALLOW_BUSY) {
             return reject(Rejection::Busy { function });

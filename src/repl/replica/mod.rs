@@ -86,6 +86,9 @@ pub struct Link {
     pub transfer_size: i64,
     pub transfer_read: i64,
     pub transfer_last_io: Instant,
+    /// The RDB streams in while the old data is served (`repl-diskless-load
+    /// swapdb` from the master of our own history: Redis's async loading).
+    pub async_loading: bool,
     task: Option<tokio::task::AbortHandle>,
 }
 
@@ -103,6 +106,7 @@ impl Link {
             transfer_size: 0,
             transfer_read: 0,
             transfer_last_io: Instant::now(),
+            async_loading: false,
             task: None,
         }
     }
@@ -117,6 +121,11 @@ pub fn is_replica(srv: &Server) -> bool {
 /// Writes from clients are refused: a replica with `replica-read-only yes`.
 pub fn read_only(srv: &Server) -> bool {
     is_replica(srv) && srv.config.get("replica-read-only") == Some("yes")
+}
+
+/// INFO `async_loading`: see [`Link::async_loading`].
+pub fn async_loading(srv: &Server) -> bool {
+    srv.replica.link.as_ref().is_some_and(|l| l.async_loading)
 }
 
 /// A replica whose link to its master is not up (it refuses SYNC/PSYNC

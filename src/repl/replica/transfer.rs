@@ -107,10 +107,16 @@ pub(super) async fn run(
     };
     {
         let s = &mut *srv.borrow_mut();
-        link_of(s, generation).ok_or(Outcome::Gone)?.transfer_size = size;
-        if !disk_load {
-            // Loading from the socket: clients get -LOADING from now on,
-            // as Redis's parser reading the socket (not async loading).
+        // Swapping in an RDB of our own history (same id), the old data is
+        // served meanwhile (Redis's async loading); else loading from the
+        // socket answers -LOADING from now on, as Redis's parser does.
+        let same_history = ids::replid(s) == replid;
+        let swapdb = s.config.get("repl-diskless-load") == Some("swapdb");
+        let l = link_of(s, generation).ok_or(Outcome::Gone)?;
+        l.transfer_size = size;
+        if !disk_load && swapdb && same_history {
+            l.async_loading = true;
+        } else if !disk_load {
             crate::persist::loading::start(s, size.max(0) as u64);
         }
     }
@@ -147,13 +153,13 @@ pub(super) async fn run(
             Sink::File(_, p) => {
                 let _ = std::fs::remove_file(p);
             }
-            Sink::Memory(_) => crate::persist::loading::stop(s),
+            Sink::Memory(_) => end_socket_load(s, generation),
         }
         return Err(o);
     }
     let cell = load(s, generation, sink, conn, replid, offset).inspect_err(|_| {
         // Whatever failed, the load (begun with the transfer when diskless) ends.
-        crate::persist::loading::stop(s);
+        end_socket_load(s, generation);
     })?;
     // After an EOF-marked transfer the first ACK goes at once: it puts this
     // replica online on the master.
@@ -294,7 +300,7 @@ fn load(
         ..LoadOptions::default()
     };
     let loaded = rdb::load_dataset_with(s, &data, &opts);
-    crate::persist::loading::stop(s);
+    end_socket_load(s, generation);
     drop(data);
     if loaded.is_err() {
         log::warning(&format!(
@@ -332,5 +338,13 @@ pub(super) fn restart_aof_if_needed(s: &mut Server) {
         && crate::persist::aof::start_append_only(s, false).is_err()
     {
         log::warning("Failed enabling the AOF after successful master synchronization! Trying it again in one second.");
+    }
+}
+
+/// The loading state a transfer started (or the final load) ends.
+fn end_socket_load(s: &mut Server, generation: u64) {
+    crate::persist::loading::stop(s);
+    if let Some(l) = link_of(s, generation) {
+        l.async_loading = false;
     }
 }
