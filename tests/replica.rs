@@ -59,6 +59,25 @@ fn wait_caught_up(master: &mut Connection, replica: &mut Connection) {
     });
 }
 
+/// CLIENT KILL TYPE `ty`: how many were killed.
+fn kill_type(c: &mut Connection, ty: &str) -> i64 {
+    redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg(ty)
+        .query(c)
+        .unwrap()
+}
+
+fn config_set(c: &mut Connection, name: &str, value: impl redis::ToRedisArgs) {
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg(name)
+        .arg(value)
+        .query(c)
+        .unwrap();
+}
+
 fn digest(c: &mut Connection) -> String {
     redis::cmd("DEBUG").arg("DIGEST").query(c).unwrap()
 }
@@ -78,6 +97,15 @@ fn replica(flags: &[&str]) -> oxidis::Handle {
     let mut f = vec!["--enable-debug-command", "yes"];
     f.extend_from_slice(flags);
     common::start_with(&f)
+}
+
+/// A replica of the master on `port`, once its link is up.
+fn linked_replica(port: u16, flags: &[&str]) -> (oxidis::Handle, Connection) {
+    let r_srv = replica(flags);
+    let mut r = common::conn(&r_srv);
+    replicaof(&mut r, port);
+    wait_for("the link to come up", || link_up(&mut r));
+    (r_srv, r)
 }
 
 /// A dataset with every type, expiry, and a second database.
@@ -133,10 +161,7 @@ fn sync_and_stream(diskless: bool) {
     let m_srv = master(&["--repl-diskless-sync", if diskless { "yes" } else { "no" }]);
     let mut m = m_srv.conn();
     populate(&mut m);
-    let r_srv = replica(&[]);
-    let mut r = common::conn(&r_srv);
-    assert_eq!(replicaof(&mut r, m_srv.port), "OK");
-    wait_for("the link to come up", || link_up(&mut r));
+    let (_r_srv, mut r) = linked_replica(m_srv.port, &[]);
     wait_caught_up(&mut m, &mut r);
     assert_eq!(digest(&mut r), digest(&mut m));
     let get: Option<String> = redis::cmd("GET").arg("s").query(&mut r).unwrap();
@@ -220,10 +245,8 @@ fn diskless_load_keeps_no_file() {
     populate(&mut m);
     let dir = temp_dir("repl-swapdb");
     let d = dir.to_str().unwrap();
-    let r_srv = replica(&["--repl-diskless-load", "swapdb", "--dir", d]);
-    let mut r = common::conn(&r_srv);
-    replicaof(&mut r, m_srv.port);
-    wait_for("the link to come up", || link_up(&mut r));
+    let (_r_srv, mut r) =
+        linked_replica(m_srv.port, &["--repl-diskless-load", "swapdb", "--dir", d]);
     wait_caught_up(&mut m, &mut r);
     assert_eq!(digest(&mut r), digest(&mut m));
     assert!(!dir.join("dump.rdb").exists());
@@ -236,12 +259,7 @@ fn diskless_load_keeps_no_file() {
 fn masterauth_with_binary_password() {
     let m_srv = master(&[]);
     let mut m = m_srv.conn();
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("requirepass")
-        .arg(&b"abc\x00def"[..])
-        .query(&mut m)
-        .unwrap();
+    config_set(&mut m, "requirepass", &b"abc\x00def"[..]);
     let _: () = redis::cmd("AUTH")
         .arg(&b"abc\x00def"[..])
         .query(&mut m)
@@ -249,12 +267,7 @@ fn masterauth_with_binary_password() {
     let r_srv = replica(&[]);
     let mut r = common::conn(&r_srv);
     replicaof(&mut r, m_srv.port);
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("masterauth")
-        .arg("abc")
-        .query(&mut r)
-        .unwrap();
+    config_set(&mut r, "masterauth", "abc");
     // The master counts the replica's refused AUTH.
     wait_for("a refused AUTH on the master", || {
         info_field(&mut m, "errorstats", "errorstat_WRONGPASS").is_some()
@@ -263,12 +276,7 @@ fn masterauth_with_binary_password() {
         info_field(&mut r, "replication", "master_link_status").as_deref(),
         Some("down")
     );
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("masterauth")
-        .arg(&b"abc\x00def"[..])
-        .query(&mut r)
-        .unwrap();
+    config_set(&mut r, "masterauth", &b"abc\x00def"[..]);
     wait_for("the link to come up", || link_up(&mut r));
 }
 
@@ -280,10 +288,7 @@ fn read_only_replica_then_promotion() {
     let m_srv = master(&[]);
     let mut m = m_srv.conn();
     let _: () = redis::cmd("SET").arg("k").arg("v").query(&mut m).unwrap();
-    let r_srv = replica(&[]);
-    let mut r = common::conn(&r_srv);
-    replicaof(&mut r, m_srv.port);
-    wait_for("the link to come up", || link_up(&mut r));
+    let (_r_srv, mut r) = linked_replica(m_srv.port, &[]);
     wait_caught_up(&mut m, &mut r);
 
     let err = redis::cmd("SET")
@@ -370,18 +375,10 @@ fn dropped_link_resumes_with_partial_resync() {
     // without a SELECT.
     let _: () = redis::cmd("SELECT").arg(9).query(&mut m).unwrap();
     let _: () = redis::cmd("SET").arg("a").arg("1").query(&mut m).unwrap();
-    let r_srv = replica(&[]);
-    let mut r = common::conn(&r_srv);
-    replicaof(&mut r, m_srv.port);
-    wait_for("the link to come up", || link_up(&mut r));
+    let (_r_srv, mut r) = linked_replica(m_srv.port, &[]);
     wait_caught_up(&mut m, &mut r);
 
-    let killed: i64 = redis::cmd("CLIENT")
-        .arg("KILL")
-        .arg("TYPE")
-        .arg("master")
-        .query(&mut r)
-        .unwrap();
+    let killed = kill_type(&mut r, "master");
     assert_eq!(killed, 1);
     let _: () = redis::cmd("SET").arg("b").arg("2").query(&mut m).unwrap();
     wait_for("a partial resync", || {
@@ -390,12 +387,7 @@ fn dropped_link_resumes_with_partial_resync() {
     wait_for("the link to come up", || link_up(&mut r));
     wait_caught_up(&mut m, &mut r);
 
-    let killed: i64 = redis::cmd("CLIENT")
-        .arg("KILL")
-        .arg("TYPE")
-        .arg("replica")
-        .query(&mut m)
-        .unwrap();
+    let killed = kill_type(&mut m, "replica");
     assert_eq!(killed, 1);
     let _: () = redis::cmd("SET").arg("c").arg("3").query(&mut m).unwrap();
     wait_for("a second partial resync", || {
@@ -488,10 +480,7 @@ fn replica_leaves_expiry_to_the_master() {
         .arg(0)
         .query(&mut m)
         .unwrap();
-    let r_srv = replica(&[]);
-    let mut r = common::conn(&r_srv);
-    replicaof(&mut r, m_srv.port);
-    wait_for("the link to come up", || link_up(&mut r));
+    let (_r_srv, mut r) = linked_replica(m_srv.port, &[]);
     let _: () = redis::cmd("SET")
         .arg("gone")
         .arg("v")
@@ -499,11 +488,13 @@ fn replica_leaves_expiry_to_the_master() {
         .arg(1)
         .query(&mut m)
         .unwrap();
-    wait_caught_up(&mut m, &mut r);
-    // Past its time (1 ms) once the next millisecond starts on both.
+    // Past its time (1 ms after the SET) once the master's clock is 2 ms
+    // past the SET's end (both servers read this machine's clock).
+    let set_done = master_ms(&mut m);
     wait_for("the key's time to pass", || {
-        redis::cmd("PTTL").arg("gone").query::<i64>(&mut r).unwrap() == -2
+        master_ms(&mut m) > set_done + 2
     });
+    wait_caught_up(&mut m, &mut r);
     let v: Option<String> = redis::cmd("GET").arg("gone").query(&mut r).unwrap();
     assert_eq!(v, None);
     let n: i64 = redis::cmd("DBSIZE").query(&mut r).unwrap();
@@ -517,6 +508,12 @@ fn replica_leaves_expiry_to_the_master() {
     wait_caught_up(&mut m, &mut r);
     let n: i64 = redis::cmd("DBSIZE").query(&mut r).unwrap();
     assert_eq!(n, 0);
+}
+
+/// The master's TIME in milliseconds.
+fn master_ms(m: &mut Connection) -> i64 {
+    let t: Vec<i64> = redis::cmd("TIME").query(m).unwrap();
+    t[0] * 1000 + t[1] / 1000
 }
 
 /// `replica-serve-stale-data no`: with the link down only `stale` commands run.
@@ -575,33 +572,11 @@ fn replica_appends_the_stream_to_its_aof() {
         .query(&mut m)
         .unwrap();
     let dir = temp_dir("repl-aof");
-    let port = common::real_redis::free_port();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_oxidis-server"))
-        .args([
-            "--port",
-            &port.to_string(),
-            "--save",
-            "",
-            "--appendonly",
-            "yes",
-        ])
-        .arg("--dir")
-        .arg(&dir)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn oxidis-server");
-    let url = format!("redis://127.0.0.1:{port}/");
-    let mut conn = None;
-    wait_for("the replica process to accept connections", || {
-        conn = redis::Client::open(url.as_str())
-            .unwrap()
-            .get_connection()
-            .ok();
-        conn.is_some()
-    });
-    let mut r = conn.unwrap();
+    let proc = common::process::Oxidis::start_in(&dir, &["--appendonly", "yes"]);
+    let mut r = redis::Client::open(format!("redis://127.0.0.1:{}/", proc.port))
+        .unwrap()
+        .get_connection()
+        .unwrap();
     replicaof(&mut r, m_srv.port);
     wait_for("the link to come up", || link_up(&mut r));
     let _: i64 = redis::cmd("INCR").arg("from_master").query(&mut m).unwrap();
@@ -619,8 +594,7 @@ fn replica_appends_the_stream_to_its_aof() {
     wait_for("the master's INCR in the replica's AOF", || {
         incr_has("from_master")
     });
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(proc);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -645,12 +619,7 @@ fn oxidis_replica_of_oxidis_and_failover() {
     wait_caught_up(&mut m, &mut r);
     assert_eq!(digest(&mut r), digest(&mut m));
 
-    let _: i64 = redis::cmd("CLIENT")
-        .arg("KILL")
-        .arg("TYPE")
-        .arg("master")
-        .query(&mut r)
-        .unwrap();
+    let _ = kill_type(&mut r, "master");
     let _: () = redis::cmd("SET")
         .arg("after")
         .arg("kill")
@@ -710,12 +679,7 @@ fn diskless_load_is_loading_until_the_rdb_is_in() {
             .unwrap();
     }
     // 100 ms per key saved: the transfer lasts until the test cuts it.
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("rdb-key-save-delay")
-        .arg(100_000)
-        .query(&mut m)
-        .unwrap();
+    config_set(&mut m, "rdb-key-save-delay", 100_000);
     let r_srv = replica(&[
         "--repl-diskless-load",
         "swapdb",
@@ -741,23 +705,13 @@ fn diskless_load_is_loading_until_the_rdb_is_in() {
         info_field(&mut r, "replication", "master_sync_in_progress").as_deref(),
         Some("1")
     );
-    let _: i64 = redis::cmd("CLIENT")
-        .arg("KILL")
-        .arg("TYPE")
-        .arg("replica")
-        .query(&mut m)
-        .unwrap();
+    let _ = kill_type(&mut m, "replica");
     wait_for("the load to stop", || {
         info_field(&mut r, "persistence", "loading").as_deref() == Some("0")
     });
     let v: String = redis::cmd("GET").arg("mine").query(&mut r).unwrap();
     assert_eq!(v, "old");
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("rdb-key-save-delay")
-        .arg(0)
-        .query(&mut m)
-        .unwrap();
+    config_set(&mut m, "rdb-key-save-delay", 0);
 }
 
 /// A writable replica expires the keys its own clients gave a TTL (the
@@ -767,10 +721,7 @@ fn diskless_load_is_loading_until_the_rdb_is_in() {
 fn writable_replica_expires_its_own_keys() {
     let m_srv = master(&[]);
     let mut m = m_srv.conn();
-    let r_srv = replica(&["--replica-read-only", "no"]);
-    let mut r = common::conn(&r_srv);
-    replicaof(&mut r, m_srv.port);
-    wait_for("the link to come up", || link_up(&mut r));
+    let (_r_srv, mut r) = linked_replica(m_srv.port, &["--replica-read-only", "no"]);
     let _: () = redis::cmd("SET")
         .arg("mine")
         .arg("v")
@@ -822,15 +773,15 @@ fn writable_replica_expires_its_own_keys() {
 fn swapdb_of_the_same_history_serves_old_data_meanwhile() {
     let m_srv = master(&["--repl-diskless-sync", "yes", "--rdbcompression", "no"]);
     let mut m = m_srv.conn();
-    let r_srv = replica(&[
-        "--repl-diskless-load",
-        "swapdb",
-        "--replica-read-only",
-        "no",
-    ]);
-    let mut r = common::conn(&r_srv);
-    replicaof(&mut r, m_srv.port);
-    wait_for("the link to come up", || link_up(&mut r));
+    let (_r_srv, mut r) = linked_replica(
+        m_srv.port,
+        &[
+            "--repl-diskless-load",
+            "swapdb",
+            "--replica-read-only",
+            "no",
+        ],
+    );
     let value = "v".repeat(1000);
     for i in 0..500 {
         let _: () = redis::cmd("SET")
@@ -845,25 +796,10 @@ fn swapdb_of_the_same_history_serves_old_data_meanwhile() {
         .arg("old")
         .query(&mut r)
         .unwrap();
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("rdb-key-save-delay")
-        .arg(100_000)
-        .query(&mut m)
-        .unwrap();
+    config_set(&mut m, "rdb-key-save-delay", 100_000);
     // A backlog too small for what follows: the replica must sync in full.
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("repl-backlog-size")
-        .arg(16384)
-        .query(&mut m)
-        .unwrap();
-    let _: i64 = redis::cmd("CLIENT")
-        .arg("KILL")
-        .arg("TYPE")
-        .arg("replica")
-        .query(&mut m)
-        .unwrap();
+    config_set(&mut m, "repl-backlog-size", 16384);
+    let _ = kill_type(&mut m, "replica");
     for i in 0..10 {
         let _: () = redis::cmd("SET")
             .arg(format!("fill{i}"))
@@ -887,18 +823,8 @@ fn swapdb_of_the_same_history_serves_old_data_meanwhile() {
         .unwrap_err();
     assert_eq!(err.code(), Some("LOADING"));
     // The slow child keeps its delay: cut this transfer, the next one is fast.
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("rdb-key-save-delay")
-        .arg(0)
-        .query(&mut m)
-        .unwrap();
-    let _: i64 = redis::cmd("CLIENT")
-        .arg("KILL")
-        .arg("TYPE")
-        .arg("replica")
-        .query(&mut m)
-        .unwrap();
+    config_set(&mut m, "rdb-key-save-delay", 0);
+    let _ = kill_type(&mut m, "replica");
     wait_for("the new data", || {
         redis::cmd("EXISTS")
             .arg("mine")
