@@ -21,6 +21,7 @@ Examples:
   python3 compat/bench.py --tests get,set --setup "ACL SETUSER u on >pw ~key:* -@all +get +set" \
       --bench-args "--user u -a pw"                     # as an ACL user with a key pattern
   python3 compat/bench.py --tests set --server-args "--appendonly yes --appendfsync always"
+  python3 compat/bench.py --tests set,incr --with-replica      # each master feeding a redis-server replica
 
 Workloads for --raw are redis-benchmark custom commands (`__rand_int__` works with -r).
 `{sha:NAME}` in a --raw command is replaced by the SHA of lua/fixtures/NAME.lua, loaded
@@ -238,6 +239,8 @@ def main():
     ap.add_argument("--pin", action="store_true",
                     help="servers on CPU 0 and redis-benchmark on CPU 1 (taskset)")
     ap.add_argument("--baseline-bin", default=None, help="an earlier oxidis-server to compare with")
+    ap.add_argument("--with-replica", action="store_true",
+                    help="every server gets a redis-server replica (REPLICAOF) before the workloads")
     ap.add_argument("--server-args", default="--appendonly no",
                     help="persistence flags given to every server (each runs in its own dir), "
                          "e.g. '--appendonly yes --appendfsync always'")
@@ -277,7 +280,20 @@ def main():
         bp = free_port()
         servers.append(Server("before", [a.baseline_bin, "--port", str(bp)] + common + own_dir("before"),
                               bp, tmp))
+    replicas = []
     try:
+        if a.with_replica:
+            for s in servers:
+                port = free_port()
+                replicas.append(Server("replica-" + s.name, [redis_bin, "--port", str(port), "--replicaof",
+                                                            "127.0.0.1", str(s.port)] + common
+                                       + own_dir("replica-" + s.name), port, tmp))
+            for r in replicas:
+                deadline = time.time() + 60
+                while b"master_link_status:up" not in command(r.port, "INFO", "replication"):
+                    if time.time() > deadline:
+                        raise RuntimeError("replica %s did not sync" % r.name)
+                    time.sleep(0.1)
         if a.mem:
             memory(a.mem, redis, oxidis)
             return
@@ -342,7 +358,7 @@ def main():
                 print(line)
                 sys.stdout.flush()
     finally:
-        for s in servers:
+        for s in servers + replicas:
             s.stop()
         shutil.rmtree(tmp, ignore_errors=True)
 

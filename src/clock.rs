@@ -2,8 +2,14 @@
 //!
 //! The clock belongs to one server. Every server runs on its own data thread
 //! (see `lib.rs`), so its clock state lives in that thread's storage: moving
-//! one server's time (an offset, for tests and later for a client with test
-//! controls) leaves every other server in the process alone.
+//! one server's time (`OXIDIS CLOCK`, see `cmd::testctl::clock`) leaves every
+//! other server in the process alone.
+//!
+//! The server's time is the system's wall clock plus an offset, or, while the
+//! clock is frozen, a fixed instant. Durations (a command's run time for the
+//! slow log and latency, a script's time before BUSY) are measured on the
+//! system clock ([`system_us`]): they are real work, whatever the server's
+//! time says.
 //!
 //! Redis freezes time for the duration of a command (and a whole script), so a
 //! command sees one instant: `begin_command` / `set_snapshot` take that
@@ -15,6 +21,9 @@ use std::cell::Cell;
 struct Clock {
     /// Added to the system time (microseconds); 0 unless a test moved the clock.
     offset_us: Cell<i64>,
+    /// The server's time while the clock is frozen (microseconds); 0 while
+    /// it flows.
+    frozen_us: Cell<i64>,
     /// The instant the running command sees; 0 before the first command.
     snapshot_us: Cell<i64>,
 }
@@ -23,15 +32,38 @@ thread_local! {
     static CLOCK: Clock = const {
         Clock {
             offset_us: Cell::new(0),
+            frozen_us: Cell::new(0),
             snapshot_us: Cell::new(0),
         }
     };
 }
 
 /// This server's wall-clock microseconds since the epoch (system time plus
-/// any offset the server's clock was moved by).
+/// any offset the server's clock was moved by, or the frozen instant).
 pub fn real_now_us() -> i64 {
-    system_now_us() + CLOCK.with(|c| c.offset_us.get())
+    at_system(system_now_us())
+}
+
+/// The server's time when the system clock reads `system_us` (a reading of
+/// [`system_us`]), so one clock read gives both a duration's start and the
+/// time a command sees.
+#[inline]
+pub fn at_system(system_us: i64) -> i64 {
+    CLOCK.with(|c| {
+        let frozen = c.frozen_us.get();
+        if frozen != 0 {
+            frozen
+        } else {
+            system_us + c.offset_us.get()
+        }
+    })
+}
+
+/// The system's wall clock in microseconds, whatever the server's clock
+/// says: for measuring how long something took.
+#[inline]
+pub fn system_us() -> i64 {
+    system_now_us()
 }
 
 /// The system's wall clock in microseconds since the epoch, read with
@@ -97,6 +129,42 @@ pub fn unix_now() -> i64 {
     real_now_us() / 1_000_000
 }
 
+/// Stops this server's time where it is, until [`resume`].
+pub fn freeze() {
+    let now = real_now_us();
+    CLOCK.with(|c| c.frozen_us.set(now));
+    begin_command();
+}
+
+/// Lets time flow again from where it stands (frozen or not).
+pub fn resume() {
+    let now = real_now_us();
+    CLOCK.with(|c| {
+        c.frozen_us.set(0);
+        c.offset_us.set(now - system_now_us());
+    });
+    begin_command();
+}
+
+/// True while the clock is frozen.
+pub fn is_frozen() -> bool {
+    CLOCK.with(|c| c.frozen_us.get() != 0)
+}
+
+/// Sets this server's time to `us` since the epoch; it stays frozen if it
+/// was, and flows on from there otherwise. (A frozen instant of 0 would
+/// read as "flowing": it is kept 1 µs later.)
+pub fn set_us(us: i64) {
+    CLOCK.with(|c| {
+        if c.frozen_us.get() != 0 {
+            c.frozen_us.set(us.max(1));
+        } else {
+            c.offset_us.set(us - system_now_us());
+        }
+    });
+    begin_command();
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -114,6 +182,27 @@ mod tests {
         let ours = system_now_us();
         let after = std_us();
         assert!(before <= ours && ours <= after, "{before} {ours} {after}");
+    }
+
+    /// Frozen time stands still, moves only when set, and flows on from
+    /// where it stood after `resume`.
+    #[test]
+    fn freeze_set_resume() {
+        std::thread::spawn(|| {
+            freeze();
+            let t = real_now_us();
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            assert_eq!(real_now_us(), t);
+            set_us(t + 3_600_000_000);
+            assert_eq!(real_now_us(), t + 3_600_000_000);
+            assert_eq!(now_us(), t + 3_600_000_000);
+            resume();
+            assert!(!is_frozen());
+            let after = real_now_us();
+            assert!(after >= t + 3_600_000_000 && after < t + 3_700_000_000);
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]

@@ -61,6 +61,15 @@ impl Param {
 
 /// Parameters Oxidis acts on. A family that starts honouring a parameter adds it here.
 pub static ACTED: &[&str] = &[
+    "min-replicas-to-write",
+    "min-replicas-max-lag",
+    "repl-backlog-size",
+    "repl-backlog-ttl",
+    "repl-diskless-sync",
+    "repl-diskless-sync-delay",
+    "repl-diskless-sync-max-replicas",
+    "repl-ping-replica-period",
+    "repl-timeout",
     "bind",
     "port",
     "unixsocket",
@@ -106,6 +115,7 @@ pub static ACTED: &[&str] = &[
     "slowlog-max-len",
     "enable-debug-command",
     "enable-module-command",
+    "enable-test-controls",
     "list-max-listpack-size",
     "hash-max-listpack-entries",
     "hash-max-listpack-value",
@@ -183,6 +193,8 @@ pub struct Config {
     pub enable_debug: u8,
     /// `enable-module-command`: 0 no, 1 yes, 2 local.
     pub enable_module: u8,
+    /// `enable-test-controls` (Oxidis's own): the OXIDIS command answers.
+    pub enable_test_controls: bool,
     /// `latency-tracking`: per-command histograms for INFO latencystats.
     pub latency_tracking: bool,
     /// `latency-monitor-threshold` in milliseconds; 0 disables the latency monitor.
@@ -203,6 +215,10 @@ pub struct Config {
     pub zset_max_listpack_entries: usize,
     pub zset_max_listpack_value: usize,
     pub hll_sparse_max_bytes: usize,
+    /// `min-replicas-to-write` and `min-replicas-max-lag`, read by the
+    /// gate's min-replicas stage on every write (`repl::good_replicas_suffice`).
+    pub min_replicas_to_write: i64,
+    pub min_replicas_max_lag: i64,
     /// `maxmemory` in bytes (0: no limit), read by the gate's OOM stage on
     /// every denyoom command, so never looked up by name there.
     pub maxmemory: u64,
@@ -256,6 +272,7 @@ impl Default for Config {
             slowlog_max_len: 128,
             enable_debug: 0,
             enable_module: 0,
+            enable_test_controls: false,
             latency_tracking: true,
             latency_monitor_threshold: 0,
             list_max_listpack_size: -2,
@@ -270,6 +287,8 @@ impl Default for Config {
             zset_max_listpack_value: 64,
             hll_sparse_max_bytes: 3000,
             maxmemory: 0,
+            min_replicas_to_write: 0,
+            min_replicas_max_lag: 10,
             maxmemory_clients: 0,
             maxmemory_policy: Default::default(),
             maxmemory_samples: 5,
@@ -514,6 +533,7 @@ impl Config {
             "latency-monitor-threshold" => self.latency_monitor_threshold = int().max(0) as u64,
             "enable-debug-command" => self.enable_debug = protected_action(&v),
             "enable-module-command" => self.enable_module = protected_action(&v),
+            "enable-test-controls" => self.enable_test_controls = v == "yes",
             "list-max-listpack-size" => self.list_max_listpack_size = int(),
             "hash-max-listpack-entries" => self.hash_max_listpack_entries = int() as usize,
             "hash-max-listpack-value" => self.hash_max_listpack_value = int() as usize,
@@ -530,6 +550,8 @@ impl Config {
             "zset-max-listpack-value" => self.zset_max_listpack_value = int().max(0) as usize,
             "hll-sparse-max-bytes" => self.hll_sparse_max_bytes = int().max(0) as usize,
             "maxmemory" => self.maxmemory = int().max(0) as u64,
+            "min-replicas-to-write" => self.min_replicas_to_write = int(),
+            "min-replicas-max-lag" => self.min_replicas_max_lag = int(),
             "maxmemory-clients" => {
                 self.maxmemory_clients = match v.strip_suffix('%') {
                     Some(p) => -parse_int(p).unwrap_or(0),

@@ -160,6 +160,8 @@ pub enum Rejection {
     MasterDown,
     /// `redis.call` on a stale replica: a command without the `stale` flag.
     ScriptStaleReplica,
+    /// Min-replicas: a write while too few replicas are in good standing.
+    NoReplicas,
     /// Pub/sub context (RESP2): only the (un)subscribe family, PING, QUIT, RESET.
     PubSubContext(&'static str),
     /// LOADING: a command without the `loading` flag while the dataset loads.
@@ -169,6 +171,9 @@ pub enum Rejection {
     MisconfRdb,
     /// BUSY: a script runs past `busy-reply-threshold` (FUNCTION when `function`).
     Busy { function: bool },
+    /// Test controls: OXIDIS while `enable-test-controls` is `no` (before
+    /// arity and auth, so every form of it gets this one answer).
+    TestControlsDisabled,
     /// `redis.call`: no such command.
     ScriptUnknown,
     /// `redis.call`: wrong number of arguments.
@@ -233,6 +238,16 @@ pub const MODULE_LOAD_FAILED: &str = "Error loading the extension. Please check 
 /// MODULE UNLOAD of a name no module has.
 pub const MODULE_UNLOAD_NO_SUCH: &str = "Error unloading module: no such module with that name";
 
+/// OXIDIS (test controls, `cmd::testctl`) while the switch is off.
+pub const TESTCTL_DISABLED: &str =
+    "OXIDIS test controls are disabled: start the server with --enable-test-controls yes";
+/// OXIDIS CHECKPOINT RESTORE / DEL of a name no checkpoint has.
+pub const TESTCTL_NO_CHECKPOINT: &str = "no such checkpoint";
+/// OXIDIS CLOCK SET before the epoch, or a move that leaves it.
+pub const TESTCTL_CLOCK_RANGE: &str = "the clock must stay between the epoch and year 275000";
+/// OXIDIS FAULT ADD ... DELAY beyond a day.
+pub const TESTCTL_DELAY_RANGE: &str = "DELAY must be between 0 and 86400000 milliseconds";
+
 /// Redis's `shared.bgsaveerr`.
 /// BGSAVE while a BGSAVE runs (SAVE too).
 /// The answer of CLUSTER, READONLY, READWRITE and ASKING while cluster mode
@@ -271,6 +286,7 @@ impl Rejection {
             Rejection::ScriptStaleReplica => {
                 Error::msg("Can not execute the command on a stale replica")
             }
+            Rejection::NoReplicas => Error::coded("NOREPLICAS Not enough good replicas to write."),
             Rejection::PubSubContext(cmd) => Error::Msg(
                 format!(
                     "Can't execute '{cmd}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
@@ -285,6 +301,7 @@ impl Rejection {
             Rejection::Busy { function: true } => {
                 Error::coded(crate::script::busy::BUSY_FUNCTION)
             }
+            Rejection::TestControlsDisabled => Error::msg(TESTCTL_DISABLED),
             Rejection::ScriptUnknown => Error::msg("Unknown Redis command called from script"),
             Rejection::ScriptArity => {
                 Error::msg("Wrong number of args calling Redis command from script")

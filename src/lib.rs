@@ -10,7 +10,9 @@
 //! owns all data: handlers are synchronous, so MULTI/EXEC and scripts are
 //! atomic.
 //!
-//! [`start`] runs a server on its own thread for tests and embedding.
+//! [`start`] runs a server on its own thread for tests and embedding; with
+//! `enable-test-controls yes` its [`Handle`] also moves the server's clock
+//! and saves and restores checkpoints (`testctl_handle`).
 
 // No unwrap in server code: input from clients must never reach a panic.
 // Tests may unwrap. Exceptions are `expect` with the invariant stated.
@@ -32,6 +34,7 @@ pub mod repl;
 pub mod resp;
 pub mod script;
 pub mod server;
+mod testctl_handle;
 pub mod types;
 
 use std::cell::RefCell;

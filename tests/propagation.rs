@@ -1,7 +1,9 @@
 //! The propagation stream against Redis's replication stream: replays every
-//! compat/repl/**/*.case against Oxidis with a propagation tap and compares,
-//! step by step, the bytes with those a real redis-server sent its replica
-//! (recorded by compat/record_repl.py). Set COMPAT_FILTER=substring to run a subset.
+//! compat/repl/**/*.case against Oxidis and compares the bytes with those a
+//! real redis-server sent its replica (recorded by compat/record_repl.py):
+//! step by step through a propagation tap, and whole through a replica
+//! attached with SYNC, as the recorder attached to Redis (the bytes on the
+//! wire). Set COMPAT_FILTER=substring to run a subset.
 
 mod common;
 
@@ -51,7 +53,67 @@ fn golden_lines(path: &Path) -> Option<Vec<String>> {
     )
 }
 
-fn run_file(path: &Path) -> (usize, Vec<String>) {
+/// How the test receives the stream.
+#[derive(Clone, Copy)]
+enum Via {
+    /// A propagation tap, read after each command.
+    Tap,
+    /// A raw replica that sent SYNC, read at the end.
+    Sync,
+}
+
+/// Attaches a raw replica as the recorder does: SYNC, newlines skipped,
+/// the RDB payload read; what follows is the stream.
+fn attach_sync(server: &oxidis::Handle) -> Raw {
+    let mut r = Raw::connect(server);
+    r.send(b"SYNC\r\n");
+    r.s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut header = Vec::new();
+    let mut byte = [0u8; 1];
+    loop {
+        std::io::Read::read_exact(&mut r.s, &mut byte).expect("SYNC reply");
+        if byte[0] == b'\n' {
+            if header.is_empty() {
+                continue;
+            }
+            break;
+        }
+        if byte[0] != b'\r' {
+            header.push(byte[0]);
+        }
+    }
+    assert_eq!(header[0], b'$', "{}", String::from_utf8_lossy(&header));
+    let len: usize = std::str::from_utf8(&header[1..]).unwrap().parse().unwrap();
+    let mut rdb = vec![0u8; len];
+    std::io::Read::read_exact(&mut r.s, &mut rdb).expect("RDB payload");
+    assert!(rdb.starts_with(b"REDIS"), "an RDB payload");
+    r
+}
+
+/// Reads the stream until `n` bytes (or 10 s), then what else arrives
+/// within a short while (so extra bytes show up as a difference).
+fn read_stream(r: &mut Raw, n: usize) -> Vec<u8> {
+    let mut out = std::mem::take(&mut r.buf);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let mut chunk = [0u8; 65536];
+    loop {
+        let wait = if out.len() >= n {
+            Duration::from_millis(100)
+        } else {
+            deadline.saturating_duration_since(std::time::Instant::now())
+        };
+        if wait.is_zero() {
+            return out;
+        }
+        r.s.set_read_timeout(Some(wait)).unwrap();
+        match std::io::Read::read(&mut r.s, &mut chunk) {
+            Ok(0) | Err(_) => return out,
+            Ok(k) => out.extend_from_slice(&chunk[..k]),
+        }
+    }
+}
+
+fn run_file(path: &Path, via: Via) -> (usize, Vec<String>) {
     let case = parse_case(path);
     let Some(golden) = golden_lines(&path.with_extension("golden")) else {
         return (
@@ -74,9 +136,18 @@ fn run_file(path: &Path) -> (usize, Vec<String>) {
             )],
         );
     }
-    let mut args: Vec<String> = ["--port", "0", "--save", "", "--enable-debug-command", "yes"]
-        .map(String::from)
-        .to_vec();
+    let mut args: Vec<String> = [
+        "--port",
+        "0",
+        "--save",
+        "",
+        "--enable-debug-command",
+        "yes",
+        "--repl-ping-replica-period",
+        "3600",
+    ]
+    .map(String::from)
+    .to_vec();
     args.extend(case.args.iter().cloned());
     let server = oxidis::start(oxidis::config::from_args(&args).unwrap()).unwrap();
     // As the recorder: keys expire only when looked up.
@@ -84,6 +155,8 @@ fn run_file(path: &Path) -> (usize, Vec<String>) {
     setup.cmd(&[b"DEBUG", b"SET-ACTIVE-EXPIRE", b"0"]);
     setup.read_raw();
     let tap = server.tap_propagation();
+    let mut replica = matches!(via, Via::Sync).then(|| attach_sync(&server));
+    let mut whole_expected = Vec::new();
     let mut conns: std::collections::HashMap<usize, Raw> = Default::default();
     let mut golden = golden.iter();
     let mut failures = Vec::new();
@@ -108,6 +181,10 @@ fn run_file(path: &Path) -> (usize, Vec<String>) {
         }
         let actual = normalise(&tap.take());
         checked += 1;
+        if replica.is_some() {
+            whole_expected.extend_from_slice(&expected);
+            continue;
+        }
         if actual != expected {
             failures.push(format!(
                 "{}:{} {}\n    expected: {}\n    actual:   {}",
@@ -119,13 +196,29 @@ fn run_file(path: &Path) -> (usize, Vec<String>) {
             ));
         }
     }
+    if let Some(r) = replica.as_mut() {
+        let actual = normalise(&read_stream(r, whole_expected.len()));
+        if actual != whole_expected {
+            let at = actual
+                .iter()
+                .zip(&whole_expected)
+                .position(|(a, b)| a != b)
+                .unwrap_or(actual.len().min(whole_expected.len()));
+            let from = at.saturating_sub(80);
+            failures.push(format!(
+                "{}: the stream sent to a SYNC replica differs at byte {at}\n    expected: ...{}\n    actual:   ...{}",
+                path.display(),
+                escape(&whole_expected[from..(at + 120).min(whole_expected.len())]),
+                escape(&actual[from.min(actual.len())..(at + 120).min(actual.len())])
+            ));
+        }
+    }
     drop(conns);
     server.shutdown();
     (checked, failures)
 }
 
-#[test]
-fn propagation_matches_redis_replication_stream() {
+fn run_all(via: Via) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("compat/repl");
     let mut files = Vec::new();
     case_files(&root, &mut files);
@@ -134,7 +227,7 @@ fn propagation_matches_redis_replication_stream() {
     }
     assert!(!files.is_empty(), "no cases under {}", root.display());
     let results: Vec<_> = std::thread::scope(|s| {
-        let handles: Vec<_> = files.iter().map(|p| s.spawn(|| run_file(p))).collect();
+        let handles: Vec<_> = files.iter().map(|p| s.spawn(|| run_file(p, via))).collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
     let checked: usize = results.iter().map(|r| r.0).sum();
@@ -150,4 +243,14 @@ fn propagation_matches_redis_replication_stream() {
         "propagation differs from Redis:\n{}",
         failures.join("\n")
     );
+}
+
+#[test]
+fn propagation_matches_redis_replication_stream() {
+    run_all(Via::Tap);
+}
+
+#[test]
+fn a_sync_replica_receives_redis_replication_stream() {
+    run_all(Via::Sync);
 }

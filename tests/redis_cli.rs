@@ -131,3 +131,48 @@ fn redis_benchmark_default_suite_has_no_errors() {
         );
     }
 }
+
+/// `redis-cli --rdb` and `--functions-rdb` fetch the dataset through the
+/// replication protocol (`REPLCONF rdb-only`, `rdb-filter-only`, SYNC): the
+/// files they write load into a real redis-server with what they should hold.
+#[test]
+fn redis_cli_rdb_and_functions_rdb() {
+    let h = common::start_with(&["--repl-diskless-sync-delay", "0"]);
+    let port = h.addr().port();
+    let mut c = common::conn(&h);
+    let _: () = redis::cmd("SET").arg("k").arg("v").query(&mut c).unwrap();
+    let _: () = redis::cmd("RPUSH").arg("l").arg("a").query(&mut c).unwrap();
+    let lib = "#!lua name=mylib\nredis.register_function('f', function() return 1 end)";
+    let _: String = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg(lib)
+        .query(&mut c)
+        .unwrap();
+    let dir = common::real_redis::temp_dir("cli-rdb");
+    let all = dir.join("all.rdb");
+    let funcs = dir.join("funcs.rdb");
+    let Some(out) = cli(port, &["--rdb", all.to_str().unwrap()], None) else {
+        eprintln!("redis-cli not installed; skipped");
+        return;
+    };
+    assert!(out.contains("Transfer finished with success"), "{out}");
+    let out = cli(port, &["--functions-rdb", funcs.to_str().unwrap()], None).unwrap();
+    assert!(out.contains("Transfer finished with success"), "{out}");
+    // The replica connections were closed after their RDB: only ours is left.
+    let clients: String = redis::cmd("CLIENT").arg("LIST").query(&mut c).unwrap();
+    assert_eq!(clients.lines().count(), 1, "{clients}");
+
+    let real = common::real_redis::load_rdb(&std::fs::read(&all).unwrap(), &[]).unwrap();
+    let mut r = real.conn();
+    let keys: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut r).unwrap();
+    assert_eq!(keys.len(), 2, "{keys:?}");
+    let v: i64 = redis::cmd("FCALL").arg("f").arg(0).query(&mut r).unwrap();
+    assert_eq!(v, 1);
+    drop(real);
+    let real = common::real_redis::load_rdb(&std::fs::read(&funcs).unwrap(), &[]).unwrap();
+    let mut r = real.conn();
+    let n: i64 = redis::cmd("DBSIZE").query(&mut r).unwrap();
+    assert_eq!(n, 0, "--functions-rdb holds no keys");
+    let v: i64 = redis::cmd("FCALL").arg("f").arg(0).query(&mut r).unwrap();
+    assert_eq!(v, 1);
+}

@@ -835,3 +835,26 @@ fn swapdb_of_the_same_history_serves_old_data_meanwhile() {
     wait_caught_up(&mut m, &mut r);
     assert_eq!(digest(&mut r), digest(&mut m));
 }
+
+/// Chained replication: a replica of an Oxidis replica gets the top
+/// master's stream through it (and its backlog).
+#[test]
+fn chained_replica_gets_the_masters_stream() {
+    let m_srv = master(&[]);
+    let mut m = m_srv.conn();
+    populate(&mut m);
+    let (r_srv, mut r) = linked_replica(m_srv.port, &[]);
+    let (_r2_srv, mut r2) = linked_replica(r_srv.addr().port(), &[]);
+    let _: i64 = redis::cmd("INCR").arg("n").query(&mut m).unwrap();
+    let _: () = redis::cmd("SET")
+        .arg("chained")
+        .arg("yes")
+        .query(&mut m)
+        .unwrap();
+    wait_caught_up(&mut m, &mut r);
+    wait_for("the chained replica to catch up", || {
+        info_field(&mut r2, "replication", "slave_repl_offset")
+            == info_field(&mut m, "replication", "master_repl_offset")
+    });
+    assert_eq!(digest(&mut r2), digest(&mut m));
+}

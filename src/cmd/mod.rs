@@ -44,6 +44,7 @@ pub mod set;
 pub mod sort;
 pub mod stream;
 pub mod string;
+pub mod testctl;
 pub mod tracking;
 pub mod txn;
 pub mod zset;
@@ -72,6 +73,7 @@ pub static ALL: &[&[CommandSpec]] = &[
     connection::SPECS,
     acl::SPECS,
     cluster::SPECS,
+    testctl::SPECS,
 ];
 
 /// Answers a HELP subcommand as Redis's `addReplyHelp` does: an array with

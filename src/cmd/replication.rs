@@ -97,9 +97,11 @@ fn replconf(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             }
             b"getack" => return Ok(()),
             b"rdb-only" => match crate::types::number::parse_i64(val) {
-                Some(0 | 1) => {}
+                Some(v @ (0 | 1)) => ctx.srv.repl.announce_mut(ctx.client.id).rdb_only = v == 1,
                 Some(_) => {
-                    return Err(Error::msg("value is out of range, must be between 0 and 1"))
+                    return Err(Error::msg(
+                        "value is out of range, value must between 0 and 1",
+                    ))
                 }
                 None => return Err(Error::NotInteger),
             },
@@ -112,6 +114,9 @@ fn replconf(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
                         String::from_utf8_lossy(w)
                     )));
                 }
+                let a = ctx.srv.repl.announce_mut(ctx.client.id);
+                a.exclude_data = true;
+                a.exclude_functions = words.is_empty();
             }
             _ => {
                 return Err(Error::msg(format!(

@@ -19,6 +19,11 @@ pub fn dispatch(srv: &mut Server, client: &mut Client, args: &Args) {
     if args.is_empty() {
         return;
     }
+    // OXIDIS FAULT: a request may be answered with an injected error, close
+    // its connection, or have its reply held back (test controls).
+    if !srv.testctl.faults.is_empty() && crate::cmd::testctl::fault::inject(srv, client, args) {
+        return;
+    }
     // maxmemory: evict before the gate's OOM stage decides (Redis's
     // processCommand; eviction here runs before the earlier stages too).
     if srv.config.maxmemory != 0 {
@@ -137,9 +142,11 @@ pub fn call(
     // One clock read gives both the command's duration start and, for a
     // top-level command, the time it sees (commands inside EXEC or a script
     // keep the time frozen at its start). Clock reads show up in profiles.
-    let started = crate::clock::real_now_us();
+    // The duration is measured on the system clock: a test may move or
+    // freeze the server's time (OXIDIS CLOCK) meanwhile.
+    let started = crate::clock::system_us();
     if !in_exec {
-        crate::clock::set_snapshot(started);
+        crate::clock::set_snapshot(crate::clock::at_system(started));
     }
     // CLIENT NO-TOUCH: lookups by this client leave LRU/LFU metadata alone.
     crate::db::set_no_touch(client.no_touch);
@@ -168,6 +175,14 @@ pub fn call(
         client.reply.buf.truncate(reply_start);
         Err(e)
     });
+    // Stream nodes the command unpacked to read are cached; its keys keep
+    // only their newest caches (see types::stream::store).
+    if crate::types::stream::take_unpacked() {
+        let db = &mut srv.ks.dbs[client.db];
+        for i in cmd.spec.key_positions(args) {
+            db.release_stream_cache(args.at(i));
+        }
+    }
     if let Some(entered) = prop {
         let lazy = crate::server::lazy_expire(srv);
         let exec = cmd.spec.has(flags::TXN_EXEC);
@@ -184,7 +199,7 @@ pub fn call(
     if srv.stats.failed_since_mark() {
         srv.stats.cmd(cmd.id).failed += 1;
     }
-    let elapsed_us = (crate::clock::real_now_us() - started).max(0) as u64;
+    let elapsed_us = (crate::clock::system_us() - started).max(0) as u64;
     crate::cmd::server::latency::record(srv, cmd.id, cmd.spec, elapsed_us * 1000);
     notify::flush_before_reply(srv, client, reply_start);
     crate::server::tracking::after_call(srv, client, cmd.spec, args, ok);

@@ -5,7 +5,7 @@
 //! asks [`check`] (or [`admit`], when the command is already resolved) and
 //! gets a [`Verdict`]. The stages, in order:
 //!
-//! lookup → arity → protected (DEBUG) → auth → no-multi → ACL → cluster redirection → OOM →
+//! lookup → test controls (OXIDIS) → arity → protected (DEBUG) → auth → no-multi → ACL → cluster redirection → OOM →
 //! read-only replica → pub/sub context (RESP2) → LOADING → BUSY →
 //! CLIENT PAUSE → queue (inside MULTI) or run.
 //!
@@ -96,6 +96,9 @@ pub fn admit(srv: &Server, client: &Client, cmd: CmdRef, args: &Args, caller: Ca
         }
         Caller::Client | Caller::WhileBusy { .. } | Caller::Internal => {}
     }
+    if spec.has(flags::TEST_CONTROL) && !srv.config.enable_test_controls {
+        return reject(Rejection::TestControlsDisabled);
+    }
     if !spec.arity_ok(args.len()) {
         return reject(Rejection::Arity(spec.full_name()));
     }
@@ -126,6 +129,9 @@ pub fn admit(srv: &Server, client: &Client, cmd: CmdRef, args: &Args, caller: Ca
             }
         }
         if let Some(r) = disk_error(srv, client, cmd, args) {
+            return reject(r);
+        }
+        if let Some(r) = min_replicas(srv, client, cmd, args) {
             return reject(r);
         }
         if let Some(r) = read_only_replica(srv, client, cmd, args) {
@@ -215,6 +221,9 @@ fn script_stage(
         if let Some(r) = crate::persist::write_denied(srv) {
             return reject(r);
         }
+        if !crate::repl::good_replicas_suffice(srv) {
+            return reject(Rejection::NoReplicas);
+        }
     }
     let oom_exempt = allow_oom || wrote;
     // A denyoom command is refused over maxmemory unless the script already
@@ -295,6 +304,16 @@ fn disk_error(srv: &Server, client: &Client, cmd: CmdRef, args: &Args) -> Option
     let denied = crate::persist::write_denied(srv)?;
     let write = flagged_or_queued(srv, client, cmd, args, flags::WRITE);
     (write || cmd.spec.name == "ping").then_some(denied)
+}
+
+/// Min-replicas stage: writes (and EXEC of a transaction holding one) are
+/// refused while fewer replicas than `min-replicas-to-write` acknowledged
+/// within `min-replicas-max-lag` seconds (Redis's checkGoodReplicasStatus).
+fn min_replicas(srv: &Server, client: &Client, cmd: CmdRef, args: &Args) -> Option<Rejection> {
+    if crate::repl::good_replicas_suffice(srv) {
+        return None;
+    }
+    flagged_or_queued(srv, client, cmd, args, flags::WRITE).then_some(Rejection::NoReplicas)
 }
 
 /// Read-only replica stage: writes (scripts by their declared flags, EXEC

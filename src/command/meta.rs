@@ -262,13 +262,16 @@ fn built_info(spec: &CommandSpec) -> Value {
         Value::Int(spec.first_key as i64),
         Value::Int(spec.last_key as i64),
         Value::Int(spec.step as i64),
-        // Both 7.2 subcommands Oxidis builds entries for are `@slow @connection`.
-        Value::Set(
+        // Both 7.2 subcommands Oxidis builds entries for are `@slow
+        // @connection`; the test controls are in no category.
+        Value::Set(if spec.has(crate::command::flags::TEST_CONTROL) {
+            Vec::new()
+        } else {
             ["@slow", "@connection"]
                 .iter()
                 .map(|c| Value::Simple(c.as_bytes().to_vec()))
-                .collect(),
-        ),
+                .collect()
+        }),
         Value::Set(vec![]),
         Value::Set(vec![]),
         Value::Array(spec.subcommands.iter().map(built_info).collect()),
@@ -442,9 +445,10 @@ mod tests {
     use crate::command::flags;
     use crate::command::table::table;
 
-    /// Commands Redis 7.0 lacks (7.2 additions Oxidis serves); they are
-    /// covered by integration tests instead of recorded cases.
-    const NOT_IN_REDIS_70: &[&str] = &["client|setinfo", "client|no-touch"];
+    /// Commands Redis 7.0 lacks (7.2 additions Oxidis serves, and Oxidis's
+    /// own test controls); they are covered by integration tests instead of
+    /// recorded cases.
+    const NOT_IN_REDIS_70: &[&str] = &["client|setinfo", "client|no-touch", "oxidis"];
 
     fn our_flags(spec: &CommandSpec) -> Vec<String> {
         let mut v: Vec<String> = flags::NAMES

@@ -54,6 +54,9 @@ pub mod flags {
     /// Empties databases (FLUSHDB, FLUSHALL): once it succeeds, every
     /// tracking client is told that everything changed.
     pub const FLUSHES: u32 = 1 << 30;
+    /// A test control (OXIDIS): refused unless `enable-test-controls yes`,
+    /// and left out of COMMAND's answers then (see `cmd::testctl`).
+    pub const TEST_CONTROL: u32 = 1 << 31;
 
     /// Flag names in Redis's `COMMAND INFO` order.
     pub const NAMES: &[(u32, &str)] = &[

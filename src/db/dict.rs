@@ -157,10 +157,32 @@ pub fn entry_header_size<V>() -> usize {
 pub struct Dict<V> {
     buckets: Vec<Link<V>>,
     len: usize,
-    hasher: foldhash::quality::RandomState,
+    /// foldhash's per-table seed: random, or fixed (see [`fixed_hash_seeds`]).
+    seed: u64,
+    /// The table hashes with foldhash's fixed shared seed instead of the
+    /// process's random one.
+    fixed_seed: bool,
     /// A keyspace table: it does not grow when the new bucket array would
     /// take memory over `maxmemory` (see [`set_growth_limit`]).
     guarded: bool,
+}
+
+thread_local! {
+    /// Tables made on this thread hash with fixed seeds (see [`fixed_hash_seeds`]).
+    static FIXED_HASH: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// The per-table seed of tables with fixed seeds.
+const FIXED_TABLE_SEED: u64 = 0x1d15_5eed_0000_0001;
+
+/// Makes tables created from now on, on this (a server's data) thread, hash
+/// with fixed seeds, so that their layout, and with it every random pick
+/// (RANDOMKEY, SRANDMEMBER, SPOP, HRANDFIELD, eviction samples), depends
+/// only on what was stored and on the server's generator. Set when a
+/// server starts with `enable-test-controls yes` (OXIDIS SEED); otherwise
+/// every table has random seeds, against hash flooding.
+pub fn fixed_hash_seeds(on: bool) {
+    FIXED_HASH.with(|c| c.set(on));
 }
 
 thread_local! {
@@ -202,7 +224,13 @@ impl<V> Dict<V> {
         Dict {
             buckets: Vec::new(),
             len: 0,
-            hasher: foldhash::quality::RandomState::default(),
+            seed: if FIXED_HASH.with(|c| c.get()) {
+                FIXED_TABLE_SEED
+            } else {
+                // A random per-table seed, from foldhash's own source.
+                foldhash::quality::RandomState::default().hash_one(0u64)
+            },
+            fixed_seed: FIXED_HASH.with(|c| c.get()),
             guarded: false,
         }
     }
@@ -242,9 +270,20 @@ impl<V> Dict<V> {
         })
     }
 
+    /// foldhash (quality) of the key, as its `RandomState` would hash it,
+    /// with this table's seeds.
     #[inline]
     fn hash(&self, key: &[u8]) -> u64 {
-        self.hasher.hash_one(key)
+        use foldhash::SharedSeed;
+        use std::hash::{Hash, Hasher};
+        let shared = if self.fixed_seed {
+            SharedSeed::global_fixed()
+        } else {
+            SharedSeed::global_random()
+        };
+        let mut h = foldhash::quality::FoldHasher::with_seed(self.seed, shared);
+        key.hash(&mut h);
+        h.finish()
     }
 
     #[inline]
@@ -432,7 +471,7 @@ impl<V> Dict<V> {
         for mut link in old {
             while let Some(mut e) = link {
                 link = e.next.take();
-                let i = (self.hasher.hash_one(e.key()) as usize) & (size - 1);
+                let i = (self.hash(e.key()) as usize) & (size - 1);
                 e.next = self.buckets[i].take();
                 self.buckets[i] = Some(e);
             }

@@ -106,6 +106,17 @@ impl Db {
     }
 }
 
+impl Db {
+    /// After a read of the stream at `key`: drops the node caches it filled
+    /// beyond the few it keeps (see `types::stream::store`); no access is
+    /// recorded, nothing expires.
+    pub fn release_stream_cache(&mut self, key: &[u8]) {
+        if let Some(Value::Stream(s)) = self.keys.get_mut(key).map(|e| &mut e.val) {
+            s.release_cache();
+        }
+    }
+}
+
 impl Value {
     /// True for a list, hash, set or sorted set with no elements left: Redis
     /// never keeps one, the key is deleted.

@@ -137,7 +137,8 @@ impl Input {
         }
         crate::server::tracking::before_sleep(s, c);
         if !s.prop.repl_fresh.is_empty() {
-            crate::repl::master::distribute(s, Some(c));
+            // The feeder hands the round's stream to the replicas at once.
+            s.repl.feed.notify_one();
         }
         // What is not yet parsed into arguments (Redis moves those out of
         // its query buffer), and what the buffer holds.
@@ -186,31 +187,34 @@ pub fn serve<S: Socket>(
             need: 1,
         };
         loop {
-            let (close, deadline_ms, idle_secs, blocked) = {
+            let (close, deadline_ms, idle_at, blocked, hold) = {
                 let mut s = srv.borrow_mut();
                 let mut c = cell.state.borrow_mut();
                 input.turn(&mut s, &mut c, cell.kill.get());
+                // `timeout`: closed once idle that long on the server's clock.
                 // Replicas and the master are never idle-closed (Redis
                 // exempts them from `timeout`; repl-timeout covers them).
-                let idle = if c.blocked.is_none()
+                let idle_at = (s.config.timeout_secs > 0
+                    && c.blocked.is_none()
                     && c.subscription_count() == 0
                     && c.shard_channels.is_empty()
-                    && c.repl_role == crate::server::client::ReplRole::None
-                {
-                    s.config.timeout_secs
-                } else {
-                    0
-                };
+                    && c.repl_role == crate::server::client::ReplRole::None)
+                    .then(|| c.last_interaction + s.config.timeout_secs as i64 * 1000);
                 // A request held back by CLIENT PAUSE waits like a blocked one,
                 // until the pause ends (or CLIENT UNPAUSE wakes the task).
                 let pause_end = s.pause.filter(|_| c.postponed).map(|p| p.until_ms);
                 (
                     c.close_after_reply || cell.kill.get(),
                     c.blocked.as_ref().and_then(|b| b.deadline_ms).or(pause_end),
-                    idle,
+                    idle_at,
                     c.blocked.is_some() || c.postponed,
+                    crate::cmd::testctl::fault::take_hold(&mut s, c.id),
                 )
             };
+            if let Some(until) = hold {
+                // OXIDIS FAULT ... DELAY: the reply waits, the server does not.
+                tokio::time::sleep_until(until.into()).await;
+            }
             if cell.kill.get() {
                 // Killed (CLIENT KILL, output limit, client eviction): closed
                 // at once, its pending output dropped, as Redis frees it.
@@ -240,12 +244,16 @@ pub fn serve<S: Socket>(
             }
             // The timers live on the heap, and only while armed: they would
             // otherwise take room in every idle connection's task.
-            let mut deadline = deadline_ms.map(|at| {
+            // Both are on the server's clock, which a test may move or
+            // freeze: a timer that fires early is checked against it, and
+            // moving the clock wakes every connection to re-arm (see
+            // `cmd::testctl::clock`).
+            let until = |at: i64| {
                 let ms = (at - crate::clock::real_now_us() / 1000).max(0) as u64;
                 Box::pin(tokio::time::sleep(Duration::from_millis(ms)))
-            });
-            let mut idle = (idle_secs > 0)
-                .then(|| Box::pin(tokio::time::sleep(Duration::from_secs(idle_secs))));
+            };
+            let mut deadline = deadline_ms.map(until);
+            let mut idle = idle_at.map(|at| until(at + 1));
             tokio::select! {
                 r = std::future::poll_fn(|cx| poll_read(cx, &mut stream, &mut input)) => {
                     match r {
@@ -263,10 +271,17 @@ pub fn serve<S: Socket>(
                     let mut s = srv.borrow_mut();
                     let mut c = cell.state.borrow_mut();
                     crate::clock::begin_command();
-                    blocking::time_out(&mut s, &mut c);
+                    if blocking::deadline_passed(&c) {
+                        blocking::time_out(&mut s, &mut c);
+                    }
                 }
                 _ = armed(&mut idle) => {
-                    break;
+                    // Looked at again: the reply written since counts.
+                    let timeout_ms = srv.borrow().config.timeout_secs as i64 * 1000;
+                    let last = cell.state.borrow().last_interaction;
+                    if timeout_ms > 0 && crate::clock::real_now_us() / 1000 > last + timeout_ms {
+                        break;
+                    }
                 }
             }
         }
@@ -481,6 +496,12 @@ fn flush<'a, S: Socket>(
             let mut c = cell.state.borrow_mut();
             c.net_out += n;
             c.out_inflight = 0;
+            // Output sent is an interaction too (Redis's writeToClient), so a
+            // client answered after a long block is not idle-closed at once;
+            // except for this server's master, whose ACKs prove nothing.
+            if c.repl_role != crate::server::client::ReplRole::Master {
+                c.last_interaction = crate::clock::real_now_us() / 1000;
+            }
             // One buffer per connection: the written one goes back to the
             // client unless more output arrived during the write.
             if c.reply.buf.is_empty() {
@@ -540,7 +561,7 @@ fn process(
                 let (buf, ranges) = decoder.request(&rest[..consumed]);
                 if !ranges.is_empty() {
                     if !touched {
-                        c.last_interaction = std::time::Instant::now();
+                        c.last_interaction = crate::clock::real_now_us() / 1000;
                         touched = true;
                     }
                     // Redis trims its query buffer after the batch, so

@@ -297,6 +297,10 @@ pub async fn run(
         tokio::task::spawn_local(async move { crate::server::cron::run(srv).await });
     }
     {
+        let srv = srv.clone();
+        tokio::task::spawn_local(async move { crate::repl::master::feeder(srv).await });
+    }
+    {
         let activity = srv.borrow().activity.clone();
         tokio::task::spawn_local(async move { super::spin::run(activity).await });
     }

@@ -118,6 +118,15 @@ pub fn spawn<F>(srv: &mut Server, kind: Kind, job: F) -> std::io::Result<i32>
 where
     F: FnOnce(&Server) -> Result<(), Failed>,
 {
+    spawn_keeping(srv, kind, -1, job)
+}
+
+/// [`spawn`], with the descriptor `keep` left open in the child (the write
+/// end of the pipe a diskless replication sync streams through; -1: none).
+pub fn spawn_keeping<F>(srv: &mut Server, kind: Kind, keep: i32, job: F) -> std::io::Result<i32>
+where
+    F: FnOnce(&Server) -> Result<(), Failed>,
+{
     if srv.persist.child.active() {
         return Err(std::io::Error::from_raw_os_error(libc::EEXIST));
     }
@@ -131,7 +140,7 @@ where
     // what is fork-safe (module notes) and always ends in _exit.
     let pid = unsafe { libc::fork() };
     if pid == 0 {
-        in_child(pipe.map(|p| p.1), kind, || job(srv));
+        in_child(pipe.map(|p| p.1), keep, kind, || job(srv));
     }
     if let Some((_, w)) = pipe {
         close(w);
@@ -162,8 +171,14 @@ where
 }
 
 /// The child's whole life: set up, run, report, `_exit`. Never returns.
-/// `report` is the write end of the info pipe, kept open.
-fn in_child<F: FnOnce() -> Result<(), Failed>>(report: Option<i32>, kind: Kind, job: F) -> ! {
+/// `report` is the write end of the info pipe and `keep` the caller's
+/// descriptor (-1: none), both kept open.
+fn in_child<F: FnOnce() -> Result<(), Failed>>(
+    report: Option<i32>,
+    keep: i32,
+    kind: Kind,
+    job: F,
+) -> ! {
     // SAFETY: plain syscalls on our own process; SIG_DFL handlers so a
     // SIGUSR1 (kill) or SIGTERM ends the child at once instead of reaching
     // the parent's tokio handlers, whose pipes are closed below.
@@ -171,7 +186,7 @@ fn in_child<F: FnOnce() -> Result<(), Failed>>(report: Option<i32>, kind: Kind, 
         for sig in [libc::SIGUSR1, libc::SIGTERM, libc::SIGINT] {
             libc::signal(sig, libc::SIG_DFL);
         }
-        close_inherited_fds(report.unwrap_or(-1));
+        close_inherited_fds(&[report.unwrap_or(-1), keep]);
     }
     log::enter_child();
     if let Some(fd) = report {
@@ -189,16 +204,26 @@ fn in_child<F: FnOnce() -> Result<(), Failed>>(report: Option<i32>, kind: Kind, 
 }
 
 /// Closes every descriptor above stderr (listening sockets, clients, the
-/// reactor) except `keep` (the info pipe; -1: none): close_range(2) where
-/// the kernel has it, else one by one.
-unsafe fn close_inherited_fds(keep: i32) {
-    let ranges: &[(u32, u32)] = if keep >= 3 {
-        &[(3, keep as u32 - 1), (keep as u32 + 1, u32::MAX)]
-    } else {
-        &[(3, u32::MAX)]
-    };
+/// reactor) except those in `keep` (the info pipe, a replication pipe; -1:
+/// none): close_range(2) where the kernel has it, else one by one.
+unsafe fn close_inherited_fds(keep: &[i32]) {
+    let mut kept: Vec<u32> = keep
+        .iter()
+        .filter(|&&fd| fd >= 3)
+        .map(|&fd| fd as u32)
+        .collect();
+    kept.sort_unstable();
+    let mut ranges = Vec::with_capacity(kept.len() + 1);
+    let mut lo = 3u32;
+    for fd in kept {
+        if fd > lo {
+            ranges.push((lo, fd - 1));
+        }
+        lo = lo.max(fd + 1);
+    }
+    ranges.push((lo, u32::MAX));
     let mut done = true;
-    for &(lo, hi) in ranges {
+    for &(lo, hi) in &ranges {
         if lo <= hi && libc::syscall(libc::SYS_close_range, lo, hi, 0u32) != 0 {
             done = false;
         }
@@ -210,7 +235,7 @@ unsafe fn close_inherited_fds(keep: i32) {
         n if n > 0 => n.min(1 << 20) as i32,
         _ => 1024,
     };
-    for fd in (3..max).filter(|&fd| fd != keep) {
+    for fd in (3..max).filter(|fd| !keep.contains(fd)) {
         libc::close(fd);
     }
 }

@@ -89,6 +89,9 @@ impl KeyDelay {
 /// [`child::kill`]): its owner finishes the job.
 pub fn child_done(srv: &mut Server, running: child::Running, exit: child::Exit) {
     match running.kind {
+        child::Kind::Rdb if srv.repl.socket_child => {
+            crate::repl::master::socket_child_done(srv, exit)
+        }
         child::Kind::Rdb => {
             snapshot::bgsave_done(srv, running, exit);
             crate::repl::master::rdb_done(srv, exit == child::Exit::Ok);

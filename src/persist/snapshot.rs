@@ -315,5 +315,8 @@ pub fn load(srv: &mut Server) -> Result<(), String> {
         "DB loaded from disk: {:.3} seconds",
         start.elapsed().as_secs_f64()
     ));
+    if let Some(history) = info.repl {
+        crate::repl::master::restore_history(srv, &history);
+    }
     Ok(())
 }

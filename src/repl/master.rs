@@ -1,12 +1,15 @@
 //! The master side: SYNC/PSYNC (partial from the backlog, or full with an RDB), feeding the replicas, their ACKs, and the replication cron.
 //!
-//! A full sync, disk-based as Redis's with `repl-diskless-sync no`: the
-//! replica answers `+FULLRESYNC <replid> <offset>` when an RDB child forks
-//! (the offset is the stream's at the fork), the stream produced from then
-//! on waits in the replica's `pending` buffer, and when the child has
-//! written the file the replica gets `$<len>\r\n`, the file, and what
-//! waited, and is online. Replicas are ordinary client connections: the
-//! bytes go to their reply buffers and their tasks write them.
+//! A full sync: the replica is answered `+FULLRESYNC <replid> <offset>`
+//! when an RDB child forks (the offset is the stream's at the fork), and
+//! the stream produced from then on waits in its `pending` buffer. The
+//! child either writes the RDB file (`repl-diskless-sync no`, or a replica
+//! without `capa eof`), which the replica then gets as `$<len>\r\n` and the
+//! file, or streams it through a pipe that a task copies to the replicas'
+//! sockets between `$EOF:<mark>` and the mark (diskless). Then the pending
+//! stream follows and the replica is online. Replicas are ordinary client
+//! connections: the bytes go to their reply buffers and their tasks write
+//! them.
 
 use super::backlog::Backlog;
 use super::{Replica, ReplicaState};
@@ -52,7 +55,15 @@ pub fn sync(
         initial_offset: 0,
         ack_offset: 0,
         ack_time: crate::clock::unix_now(),
+        since: crate::clock::unix_now(),
+        via_socket: false,
     };
+    let a = &replica.announce;
+    if (a.exclude_data || a.exclude_functions) && !a.capa_eof {
+        let a = replica.announce;
+        srv.repl.announced.push((client.id, a));
+        return Err(Error::msg("Filtered replica requires EOF capability"));
+    }
     log::notice(&format!(
         "Replica {} asks for synchronization",
         replica.name()
@@ -95,10 +106,19 @@ pub fn sync(
             .repl
             .replicas
             .iter()
-            .find(|r| matches!(r.state, ReplicaState::WaitBgsaveEnd { .. }))
+            .find(|r| {
+                matches!(r.state, ReplicaState::WaitBgsaveEnd { .. })
+                    && !r.via_socket
+                    && r.announce
+                        .same_rdb(&srv.repl.replicas.last().expect("pushed").announce)
+                    && !r.announce.rdb_only
+            })
             .map(|r| (r.initial_offset, r.state_pending().to_vec()));
         match donor {
-            Some((offset, pending)) if srv.persist.child.is(crate::persist::child::Kind::Rdb) => {
+            Some((offset, pending))
+                if srv.persist.child.is(crate::persist::child::Kind::Rdb)
+                    && !srv.repl.socket_child =>
+            {
                 let replid = srv.repl.replid.clone();
                 if let Some(r) = srv.repl.replica_mut(client.id) {
                     r.state = ReplicaState::WaitBgsaveEnd { pending };
@@ -111,6 +131,9 @@ pub fn sync(
                 }
                 log::notice("Waiting for end of BGSAVE for SYNC");
             }
+            _ if srv.repl.socket_child => log::notice(
+                "Current BGSAVE has socket target. Waiting for next BGSAVE for SYNC",
+            ),
             _ if srv.persist.child.is(crate::persist::child::Kind::Rdb) => log::notice(
                 "Can't attach the replica to the current BGSAVE. Waiting for next BGSAVE for SYNC",
             ),
@@ -120,7 +143,17 @@ pub fn sync(
         }
         return Ok(());
     }
-    start_bgsave(srv, Some(client));
+    let diskless = srv.config.get("repl-diskless-sync") == Some("yes");
+    let eof = srv
+        .repl
+        .replica_mut(client.id)
+        .is_some_and(|r| r.announce.capa_eof);
+    if diskless && eof && srv.config.get_i64("repl-diskless-sync-delay") > 0 {
+        // The cron starts it, once more replicas had a chance to come.
+        log::notice("Delay next BGSAVE for diskless SYNC");
+    } else {
+        start_bgsave(srv, Some(client));
+    }
     Ok(())
 }
 
@@ -131,6 +164,23 @@ impl Replica {
             _ => &[],
         }
     }
+}
+
+/// A master restarted from an RDB saved with a replication history
+/// (Redis's `loadDataFromDisk`): that history becomes its second id, valid
+/// up to the saved offset, and an empty backlog continues from there, so its
+/// replicas continue with PSYNC instead of a full sync.
+pub fn restore_history(srv: &mut Server, h: &crate::persist::rdb::ReplInfo) {
+    if srv.config.get("replicaof").is_some_and(|v| !v.is_empty()) {
+        return;
+    }
+    srv.repl.replid2 = h.id.clone();
+    srv.repl.second_replid_offset = h.offset + 1;
+    srv.prop.repl_offset = h.offset;
+    let size = srv.config.get_i64("repl-backlog-size").max(1) as usize;
+    srv.prop.backlog = Some(Box::new(Backlog::new(size, h.offset)));
+    srv.repl.no_replicas_since = crate::clock::unix_now();
+    crate::db::log_expired(true);
 }
 
 /// The backlog, created with a new history (Redis's
@@ -209,20 +259,49 @@ fn try_partial(
 }
 
 /// Forks the RDB child for the replicas waiting for one (Redis's
-/// `startBgsaveForReplication`, disk target). `current` is the running
-/// client, when it is one of them.
+/// `startBgsaveForReplication`): streamed through a pipe to their sockets
+/// (diskless) when `repl-diskless-sync` is on and all of them take an
+/// EOF-marked transfer, else written to the RDB file. `current` is the
+/// running client, when it is one of them.
 fn start_bgsave(srv: &mut Server, mut current: Option<&mut Client>) {
-    log::notice("Starting BGSAVE for SYNC with target: disk");
-    let started = crate::persist::snapshot::bgsave(srv).is_ok();
-    let offset = srv.prop.repl_offset;
-    let replid = srv.repl.replid.clone();
+    // One transfer serves the waiting replicas that want the same RDB as
+    // the first; the others wait for the next.
+    let Some(first) = srv
+        .repl
+        .replicas
+        .iter()
+        .find(|r| matches!(r.state, ReplicaState::WaitBgsaveStart))
+        .map(|r| r.announce.clone())
+    else {
+        return;
+    };
     let waiting: Vec<ClientId> = srv
         .repl
         .replicas
         .iter()
         .filter(|r| matches!(r.state, ReplicaState::WaitBgsaveStart))
+        .filter(|r| r.announce.same_rdb(&first))
         .map(|r| r.id)
         .collect();
+    // A filtered RDB always goes through the sockets (never to the file).
+    let filtered = first.exclude_data || first.exclude_functions;
+    let diskless = filtered
+        || srv.config.get("repl-diskless-sync") == Some("yes")
+            && srv
+                .repl
+                .replicas
+                .iter()
+                .filter(|r| waiting.contains(&r.id))
+                .all(|r| r.announce.capa_eof);
+    let started = if diskless {
+        log::notice("Starting BGSAVE for SYNC with target: replicas sockets");
+        start_socket_transfer(srv, waiting.clone(), first.save_options())
+    } else {
+        log::notice("Starting BGSAVE for SYNC with target: disk");
+        crate::persist::snapshot::bgsave(srv).is_ok()
+    };
+    let offset = srv.prop.repl_offset;
+    let replid = srv.repl.replid.clone();
     if !started {
         log::warning("BGSAVE for replication failed");
     }
@@ -233,6 +312,7 @@ fn start_bgsave(srv: &mut Server, mut current: Option<&mut Client>) {
                 pending: Vec::new(),
             };
             r.initial_offset = offset;
+            r.via_socket = diskless;
             (!r.pre_psync).then(|| format!("+FULLRESYNC {replid} {offset}\r\n"))
         } else {
             srv.repl.replicas.retain(|r| r.id != id);
@@ -251,6 +331,194 @@ fn start_bgsave(srv: &mut Server, mut current: Option<&mut Client>) {
     srv.prop.forget_selected();
 }
 
+/// Forks a child that writes `$EOF:<mark>\r\n`, the RDB and the mark into
+/// a pipe, and a task that copies what comes out to the `targets`
+/// (Redis's `rdbSaveToSlavesSockets`). False when pipe or fork failed.
+fn start_socket_transfer(
+    srv: &mut Server,
+    targets: Vec<ClientId>,
+    opts: crate::persist::rdb::SaveOptions,
+) -> bool {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let mut fds = [0i32; 2];
+    // SAFETY: `fds` is a valid array of two descriptors for pipe2 to fill.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return false;
+    }
+    // SAFETY: pipe2 succeeded: both descriptors are open and owned here.
+    let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let mark = super::random_id(&mut srv.rng).into_bytes();
+    let child_mark = mark.clone();
+    let wfd = fds[1];
+    let spawned = crate::persist::child::spawn_keeping(
+        srv,
+        crate::persist::child::Kind::Rdb,
+        wfd,
+        move |srv| {
+            use std::io::Write;
+            // SAFETY: the child owns its copy of the pipe's write end, kept
+            // open by spawn_keeping; nothing else in the child uses it.
+            let file = unsafe { std::fs::File::from_raw_fd(wfd) };
+            let mut out = std::io::BufWriter::with_capacity(64 << 10, file);
+            let written = (|| {
+                out.write_all(b"$EOF:")?;
+                out.write_all(&child_mark)?;
+                out.write_all(b"\r\n")?;
+                crate::persist::rdb::write_dataset_with(srv, &mut out, &opts)?;
+                out.write_all(&child_mark)?;
+                out.flush()
+            })();
+            written.map_err(|e| {
+                log::warning(&format!("Diskless replication transfer failed: {e}"));
+                crate::persist::Failed
+            })
+        },
+    );
+    drop(wr);
+    match spawned {
+        Ok(pid) => {
+            log::notice(&format!("Background RDB transfer started by pid {pid}"));
+            srv.repl.socket_child = true;
+            spawn_pipe_reader(srv, rd, targets, mark);
+            true
+        }
+        Err(e) => {
+            log::warning(&format!(
+                "Can't save in background: fork: {}",
+                crate::config::os_error(&e)
+            ));
+            false
+        }
+    }
+}
+
+/// Copies the diskless child's output to the replicas it was forked for;
+/// at its end (the child closed the pipe) they go online, or are dropped
+/// when the transfer did not end with the mark (the child failed).
+fn spawn_pipe_reader(
+    srv: &Server,
+    rd: std::os::fd::OwnedFd,
+    targets: Vec<ClientId>,
+    mark: Vec<u8>,
+) {
+    use tokio::io::AsyncReadExt;
+    let Some(weak) = srv.self_ref.clone() else {
+        return;
+    };
+    tokio::task::spawn_local(async move {
+        let mut tail: Vec<u8> = Vec::with_capacity(2 * mark.len());
+        if let Ok(mut rx) = tokio::net::unix::pipe::Receiver::from_owned_fd(rd) {
+            let mut buf = vec![0u8; 64 << 10];
+            loop {
+                let n = match rx.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => n,
+                };
+                let chunk = &buf[..n];
+                tail.extend_from_slice(chunk);
+                if tail.len() > mark.len() {
+                    tail.drain(..tail.len() - mark.len());
+                }
+                let Some(srv) = weak.upgrade() else {
+                    return;
+                };
+                let s = srv.borrow();
+                for &id in &targets {
+                    push(&s, None, id, |c| c.reply.raw(chunk));
+                }
+            }
+        }
+        let Some(srv) = weak.upgrade() else {
+            return;
+        };
+        let mut s = srv.borrow_mut();
+        let ok = tail == mark;
+        for id in targets {
+            if ok {
+                put_online(&mut s, id);
+            } else if let Some(i) = s.repl.replicas.iter().position(|r| r.id == id) {
+                let r = s.repl.replicas.remove(i);
+                log::warning(&format!(
+                    "Diskless transfer to replica {} did not complete",
+                    r.name()
+                ));
+                kill(&s, id);
+            }
+        }
+    });
+}
+
+/// A replica has its RDB: the stream that waited for it follows, and from
+/// now on it gets the stream as it is produced.
+fn put_online(srv: &mut Server, id: ClientId) {
+    let Some(r) = srv.repl.replica_mut(id) else {
+        return;
+    };
+    if r.announce.rdb_only {
+        // It asked for the RDB alone: closed once it is written.
+        log::notice(&format!(
+            "RDB transfer completed, rdb only replica ({}) should be disconnected asap",
+            r.name()
+        ));
+        srv.repl.replicas.retain(|r| r.id != id);
+        with_client(srv, None, id, |c| c.close_after_reply = true);
+        srv.wake(id);
+        return;
+    }
+    let pending = match std::mem::replace(&mut r.state, ReplicaState::Online) {
+        ReplicaState::WaitBgsaveEnd { pending } => pending,
+        _ => Vec::new(),
+    };
+    r.ack_time = crate::clock::unix_now();
+    let name = r.name();
+    push(srv, None, id, |c| c.reply.raw(&pending));
+    log::notice(&format!("Synchronization with replica {name} succeeded"));
+}
+
+/// The diskless child ended (Redis's `backgroundSaveDoneHandlerSocket`):
+/// the pipe's reader puts its replicas online; replicas that came meanwhile
+/// start the next transfer.
+pub fn socket_child_done(srv: &mut Server, exit: crate::persist::child::Exit) {
+    srv.repl.socket_child = false;
+    match exit {
+        crate::persist::child::Exit::Ok => {
+            log::notice("Background RDB transfer terminated with success")
+        }
+        crate::persist::child::Exit::Killed(sig) => {
+            log::warning(&format!("Background transfer terminated by signal {sig}"))
+        }
+        crate::persist::child::Exit::Err(_) => log::warning("Background transfer error"),
+    }
+    start_pending(srv);
+}
+
+/// Starts a transfer for replicas waiting for one, once no child runs and
+/// (diskless) `repl-diskless-sync-delay` has passed since the last came or
+/// `repl-diskless-sync-max-replicas` are waiting (Redis's
+/// `replicationStartPendingFork`).
+fn start_pending(srv: &mut Server) {
+    if srv.persist.child.active() {
+        return;
+    }
+    let now = crate::clock::unix_now();
+    let waiting: Vec<&Replica> = srv
+        .repl
+        .replicas
+        .iter()
+        .filter(|r| matches!(r.state, ReplicaState::WaitBgsaveStart))
+        .collect();
+    if waiting.is_empty() {
+        return;
+    }
+    let diskless = srv.config.get("repl-diskless-sync") == Some("yes");
+    let delay = srv.config.get_i64("repl-diskless-sync-delay");
+    let max = srv.config.get_i64("repl-diskless-sync-max-replicas");
+    let idle = waiting.iter().map(|r| now - r.since).max().unwrap_or(0);
+    if !diskless || (max > 0 && waiting.len() as i64 >= max) || idle >= delay {
+        start_bgsave(srv, None);
+    }
+}
+
 /// The RDB child ended (Redis's `updateSlavesWaitingBgsave`, disk
 /// target): replicas waiting for it get the file and go online, or are
 /// dropped when it failed; replicas that could not use it start the next.
@@ -262,7 +530,7 @@ pub fn rdb_done(srv: &mut Server, ok: bool) {
         .repl
         .replicas
         .iter()
-        .filter(|r| matches!(r.state, ReplicaState::WaitBgsaveEnd { .. }))
+        .filter(|r| matches!(r.state, ReplicaState::WaitBgsaveEnd { .. }) && !r.via_socket)
         .map(|r| r.id)
         .collect();
     let rdb = if ok && !ended.is_empty() {
@@ -284,19 +552,11 @@ pub fn rdb_done(srv: &mut Server, ok: bool) {
         };
         match &rdb {
             Some(data) => {
-                let r = &mut srv.repl.replicas[i];
-                let pending = match std::mem::replace(&mut r.state, ReplicaState::Online) {
-                    ReplicaState::WaitBgsaveEnd { pending } => pending,
-                    _ => Vec::new(),
-                };
-                r.ack_time = crate::clock::unix_now();
-                let name = r.name();
                 push(srv, None, id, |c| {
                     c.reply.raw(format!("${}\r\n", data.len()).as_bytes());
                     c.reply.raw(data);
-                    c.reply.raw(&pending);
                 });
-                log::notice(&format!("Synchronization with replica {name} succeeded"));
+                put_online(srv, id);
             }
             None => {
                 let r = srv.repl.replicas.remove(i);
@@ -305,15 +565,7 @@ pub fn rdb_done(srv: &mut Server, ok: bool) {
             }
         }
     }
-    if srv
-        .repl
-        .replicas
-        .iter()
-        .any(|r| matches!(r.state, ReplicaState::WaitBgsaveStart))
-        && !srv.persist.child.active()
-    {
-        start_bgsave(srv, None);
-    }
+    start_pending(srv);
 }
 
 /// Hands the stream produced since the last call to the replicas: online
@@ -331,7 +583,9 @@ pub fn distribute(srv: &mut Server, mut current: Option<&mut Client>) {
         .filter_map(|r| match &mut r.state {
             ReplicaState::Online => Some(r.id),
             ReplicaState::WaitBgsaveEnd { pending } => {
-                pending.extend_from_slice(&fresh);
+                if !r.announce.rdb_only {
+                    pending.extend_from_slice(&fresh);
+                }
                 None
             }
             ReplicaState::WaitBgsaveStart => None,
@@ -343,6 +597,19 @@ pub fn distribute(srv: &mut Server, mut current: Option<&mut Client>) {
     let mut fresh = fresh;
     fresh.clear();
     srv.prop.repl_fresh = fresh;
+}
+
+/// The task that hands the stream to the replicas: woken when a
+/// connection's turn grew it, it runs once the clients ready in this round
+/// have had theirs, so a replica gets the round's writes in one piece (one
+/// write on its socket, as Redis writes replicas in beforeSleep) instead of
+/// one per client.
+pub async fn feeder(srv: std::rc::Rc<std::cell::RefCell<Server>>) {
+    let feed = srv.borrow().repl.feed.clone();
+    loop {
+        feed.notified().await;
+        distribute(&mut srv.borrow_mut(), None);
+    }
 }
 
 /// Runs `f` on a client's state, the running one included.
@@ -394,7 +661,8 @@ pub fn ack(srv: &mut Server, current: &mut Client, offset: i64) {
 
 /// Once a second (Redis's `replicationCron`, master part): a PING into the
 /// stream every `repl-ping-replica-period` seconds, a newline to replicas
-/// still waiting for their RDB (so they know the master is alive),
+/// still waiting for their RDB (so they know the master is alive; not
+/// during a diskless transfer, whose bytes share the connection),
 /// replicas silent for `repl-timeout` dropped, a delayed RDB child
 /// started, and the backlog freed after `repl-backlog-ttl` without
 /// replicas.
@@ -418,7 +686,10 @@ pub fn cron(srv: &mut Server) {
                     ));
                     dropped.push(r.id);
                 }
-                ReplicaState::WaitBgsaveStart | ReplicaState::WaitBgsaveEnd { .. } => {
+                // Not while a diskless transfer streams the RDB into the
+                // same connection: a newline there would land inside it.
+                ReplicaState::WaitBgsaveStart => push(srv, None, r.id, |c| c.reply.raw(b"\n")),
+                ReplicaState::WaitBgsaveEnd { .. } if !r.via_socket => {
                     push(srv, None, r.id, |c| c.reply.raw(b"\n"));
                 }
                 _ => {}
@@ -427,15 +698,7 @@ pub fn cron(srv: &mut Server) {
         for id in dropped {
             kill(srv, id);
         }
-        if !srv.persist.child.active()
-            && srv
-                .repl
-                .replicas
-                .iter()
-                .any(|r| matches!(r.state, ReplicaState::WaitBgsaveStart))
-        {
-            start_bgsave(srv, None);
-        }
+        start_pending(srv);
     } else if srv.prop.backlog.is_some() {
         let ttl = srv.config.get_i64("repl-backlog-ttl");
         if ttl > 0 && now - srv.repl.no_replicas_since > ttl {

@@ -23,6 +23,27 @@ pub struct Announce {
     pub capa_eof: bool,
     /// `capa psync2`: understands `+CONTINUE <replid>`.
     pub capa_psync2: bool,
+    /// `rdb-only 1`: wants the RDB and no stream after it (`redis-cli --rdb`).
+    pub rdb_only: bool,
+    /// `rdb-filter-only`: the RDB without the keys / without the functions.
+    pub exclude_data: bool,
+    pub exclude_functions: bool,
+}
+
+impl Announce {
+    /// The RDB this replica needs, as save options.
+    pub fn save_options(&self) -> crate::persist::rdb::SaveOptions {
+        crate::persist::rdb::SaveOptions {
+            exclude_data: self.exclude_data,
+            exclude_functions: self.exclude_functions,
+            ..Default::default()
+        }
+    }
+
+    /// Replicas that can share one transfer ask for the same RDB.
+    fn same_rdb(&self, other: &Announce) -> bool {
+        (self.exclude_data, self.exclude_functions) == (other.exclude_data, other.exclude_functions)
+    }
 }
 
 /// Where a replica is in its synchronisation (Redis's `replstate`).
@@ -53,6 +74,10 @@ pub struct Replica {
     pub ack_offset: i64,
     /// Unix seconds of its last ACK (or of going online).
     pub ack_time: i64,
+    /// Unix seconds since it waits for a transfer (diskless sync delay).
+    pub since: i64,
+    /// Its RDB comes through the diskless child's pipe, not the file.
+    pub via_socket: bool,
 }
 
 impl Replica {
@@ -91,6 +116,8 @@ pub struct Repl {
     pub replicas: Vec<Replica>,
     /// REPLCONF settings of clients that are not (yet) replicas.
     pub announced: Vec<(ClientId, Announce)>,
+    /// The running RDB child streams to replicas (diskless), not to the file.
+    pub socket_child: bool,
     /// Clients blocked in WAIT.
     pub waiting: Vec<wait::Waiter>,
     /// Unix seconds since when no replica is attached (backlog TTL).
@@ -99,6 +126,8 @@ pub struct Repl {
     pub sync_full: u64,
     pub sync_partial_ok: u64,
     pub sync_partial_err: u64,
+    /// Wakes [`master::feeder`]: the stream grew.
+    pub feed: std::rc::Rc<tokio::sync::Notify>,
     /// Seconds the replication cron has run (pings every
     /// `repl-ping-replica-period` of them).
     pub cron_secs: u64,
@@ -116,11 +145,13 @@ impl Repl {
             replicas: Vec::new(),
             announced: Vec::new(),
             waiting: Vec::new(),
+            socket_child: false,
             no_replicas_since: crate::clock::unix_now(),
             sync_full: 0,
             sync_partial_ok: 0,
             sync_partial_err: 0,
             cron_secs: 0,
+            feed: Default::default(),
         }
     }
 
@@ -223,6 +254,27 @@ pub fn role(srv: &crate::server::Server, out: &mut crate::resp::encode::Reply) {
         out.bulk(r.announce.listening_port.to_string().as_bytes());
         out.bulk(r.ack_offset.to_string().as_bytes());
     }
+}
+
+/// True unless `min-replicas-to-write` and `min-replicas-max-lag` are set
+/// and fewer online replicas than asked sent an ACK within the lag
+/// (Redis's `checkGoodReplicasStatus`); a replica itself never refuses.
+pub fn good_replicas_suffice(srv: &crate::server::Server) -> bool {
+    let (min, lag) = (
+        srv.config.min_replicas_to_write,
+        srv.config.min_replicas_max_lag,
+    );
+    if min == 0 || lag == 0 {
+        return true;
+    }
+    let now = crate::clock::unix_now();
+    let good = srv
+        .repl
+        .replicas
+        .iter()
+        .filter(|r| matches!(r.state, ReplicaState::Online) && now - r.ack_time <= lag)
+        .count() as i64;
+    good >= min
 }
 
 /// Forty random hex digits (Redis's `getRandomHexChars`).

@@ -70,7 +70,7 @@ unsafe extern "C-unwind" fn hook(l: State, _ar: *mut ffi::lua_Debug) {
         lua::raise(l);
         return;
     }
-    let now = crate::clock::real_now_us();
+    let now = crate::clock::system_us();
     if !(*run).busy {
         let ms = ((now - (*run).start_us) / 1000).max(0) as u64;
         let threshold = *(*run).threshold_ms.get_or_insert_with(|| {

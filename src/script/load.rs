@@ -166,6 +166,7 @@ pub unsafe fn open_libs(l: State) {
         ffi::lua_pushstring(l, name.as_ptr());
         ffi::lua_call(l, 1, 0);
     }
+    super::mathrand::install(l);
     let globals = ffi::LUA_GLOBALSINDEX;
     ffi::lua_pushcclosure(l, safe_load, 0);
     ffi::lua_setfield(l, globals, c"load".as_ptr());

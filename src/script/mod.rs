@@ -20,6 +20,7 @@ pub mod convert;
 pub mod function;
 pub mod load;
 pub mod lua;
+pub mod mathrand;
 pub mod msgpack;
 pub mod redis_lib;
 pub mod structlib;
@@ -374,7 +375,8 @@ pub fn run(srv: &mut Server, caller: &mut Client, call: Call<'_>) {
     } else {
         srv.script.vm().l
     };
-    let now = crate::clock::now_us();
+    // Run time (for BUSY) is real time, whatever the server's clock says.
+    let now = crate::clock::system_us();
     let mut ctx = RunCtx {
         srv: srv as *mut Server,
         client: &mut *sc as *mut Client,

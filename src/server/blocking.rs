@@ -166,6 +166,16 @@ pub fn unregister(srv: &mut Server, client: &mut Client) -> Option<Box<Blocked>>
     Some(b)
 }
 
+/// True when the client is blocked with a deadline the server's clock has
+/// reached (it may have been frozen, moved back or forward meanwhile).
+pub fn deadline_passed(client: &Client) -> bool {
+    client
+        .blocked
+        .as_ref()
+        .and_then(|b| b.deadline_ms)
+        .is_some_and(|at| at <= crate::clock::now_ms())
+}
+
 /// Answers a blocked client as on timeout (null array) and unblocks it.
 pub fn time_out(srv: &mut Server, client: &mut Client) {
     if let Some(b) = unregister(srv, client) {
@@ -233,8 +243,17 @@ fn serve_key(srv: &mut Server, current: &mut Client, db: usize, key: &[u8]) {
             Some(b) if b.kind != Kind::Stream => b.kind,
             _ => return,
         };
+        if srv.ks.dbs[db].is_expired(key) {
+            // Looked up before serving, as Redis does: the expired key is
+            // deleted, its DEL propagated, and the waiter stays blocked.
+            drop(waiter);
+            srv.ks.dbs[db].get_mut(key);
+            let lazy = crate::server::lazy_expire(srv);
+            srv.prop.flush_expired(lazy);
+            return;
+        }
         match srv.ks.dbs[db].peek(key) {
-            Some(v) if v.kind() == kind && !srv.ks.dbs[db].is_expired(key) => {}
+            Some(v) if v.kind() == kind => {}
             _ => return,
         }
         // The client cannot change database while blocked, so it runs in b.db.

@@ -2,7 +2,6 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashSet;
-use std::time::Instant;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -395,8 +394,12 @@ pub struct Client {
     /// Shared by the clients of one listener.
     pub laddr: std::rc::Rc<str>,
     pub conn_kind: ConnKind,
-    pub created: Instant,
-    pub last_interaction: Instant,
+    /// The server's time (unix ms) when the client connected: CLIENT LIST's age.
+    pub created: i64,
+    /// The server's time (unix ms, `crate::clock`) of the client's last
+    /// request: CLIENT LIST's idle, the `timeout` check (which follows the
+    /// server's clock, so a test moving it can time a client out).
+    pub last_interaction: i64,
     /// Boxed, as most clients never send MULTI.
     pub multi: Option<Box<Multi>>,
     pub watched: LazyVec<WatchedKey>,
@@ -466,7 +469,7 @@ impl Client {
         conn_kind: ConnKind,
         need_auth: bool,
     ) -> Client {
-        let now = Instant::now();
+        let now = crate::clock::real_now_us() / 1000;
         Client {
             id,
             reply: Reply::new(2),

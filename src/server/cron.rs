@@ -17,6 +17,9 @@ pub async fn run(srv: Rc<RefCell<Server>>) {
     let mut internal = Client::new(0, String::new(), String::new(), ConnKind::Script, false);
     let mut ticks = 0u32;
     let mut closed_at_trim = 0;
+    // Its own generator: what the commands draw (`Server::rng`, which OXIDIS
+    // SEED sets) does not depend on when the cron ran.
+    let mut rng = super::Rng::new(crate::clock::system_us() as u64);
     loop {
         let hz = srv.borrow().config.hz.max(1);
         tokio::time::sleep(Duration::from_millis(1000 / hz as u64)).await;
@@ -36,7 +39,7 @@ pub async fn run(srv: Rc<RefCell<Server>>) {
             if crate::repl::replica::is_replica(&s) {
                 crate::db::expire_replica_keys(&mut s.ks.dbs);
             } else {
-                active_expire(&mut s);
+                active_expire(&mut s, &mut rng);
             }
             let lazy = super::lazy_expire(&s);
             s.prop.flush_expired(lazy);
@@ -74,13 +77,13 @@ const IDLE_BUFFER_SECS: u64 = 2;
 /// many clients have gone the heap they left is returned to the OS, so
 /// resident memory comes back down after a burst of connections.
 fn release_idle_memory(s: &mut Server, closed_at_trim: &mut u64) {
-    let idle = Duration::from_secs(IDLE_BUFFER_SECS);
+    let idle_before = crate::clock::now_ms() - IDLE_BUFFER_SECS as i64 * 1000;
     for cell in s.clients.values() {
         if let Ok(mut c) = cell.state.try_borrow_mut() {
             if s.reply_buffer_resizing
                 && c.reply.buf.is_empty()
                 && c.reply.buf.capacity() > 0
-                && c.last_interaction.elapsed() > idle
+                && c.last_interaction < idle_before
             {
                 c.reply.buf = bytes::BytesMut::new();
             }
@@ -105,10 +108,9 @@ pub fn release_free_memory() {
 /// Samples keys with a TTL in every database and deletes expired ones,
 /// repeating while more than a quarter of a sample was expired and the time
 /// budget lasts. Never blocks the loop for long.
-fn active_expire(s: &mut Server) {
+fn active_expire(s: &mut Server, rng: &mut super::Rng) {
     let start = Instant::now();
-    let Server { ks, rng, .. } = s;
-    for db in ks.dbs.iter_mut() {
+    for db in s.ks.dbs.iter_mut() {
         loop {
             if db.expires_len() == 0 {
                 break;

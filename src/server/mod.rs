@@ -92,6 +92,8 @@ pub struct Server {
     pub debug: crate::cmd::server::debug_flags::Knobs,
     /// The replica side of replication (`crate::repl::replica`).
     pub replica: crate::repl::replica::Replica,
+    /// The test controls' faults and checkpoints (OXIDIS, `cmd::testctl`).
+    pub testctl: crate::cmd::testctl::State,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -156,6 +158,9 @@ impl Server {
             .collect();
         let acl = crate::acl::Acl::new(&config);
         let repl = crate::repl::Repl::new(&mut rng);
+        // With test controls, tables hash with fixed seeds so that OXIDIS
+        // SEED makes random picks repeatable (set before any table exists).
+        crate::db::dict::fixed_hash_seeds(config.enable_test_controls);
         Server {
             ks: Keyspace::new(config.databases),
             config,
@@ -193,6 +198,7 @@ impl Server {
             client_mem: Default::default(),
             debug: Default::default(),
             replica: Default::default(),
+            testctl: Default::default(),
         }
     }
 

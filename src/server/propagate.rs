@@ -98,10 +98,12 @@ pub struct Entered {
     dirty: u64,
 }
 
-/// One command of the stream, encoded, with the database it runs in.
+/// One command of the stream: the database it runs in and where its RESP
+/// encoding lies in `Propagation::op_bytes` (one buffer for all pending
+/// ops, reused: no allocation per command).
 struct Op {
     db: usize,
-    resp: Vec<u8>,
+    resp: std::ops::Range<usize>,
 }
 
 /// The server's propagation state.
@@ -113,6 +115,11 @@ pub struct Propagation {
     seen: usize,
     /// Ops of the current top-level command (Redis's `server.also_propagate`).
     pending: Vec<Op>,
+    /// The encoded pending ops, back to back.
+    op_bytes: Vec<u8>,
+    /// The stream bytes of one flush when they go to several consumers
+    /// (kept for its capacity).
+    scratch: Vec<u8>,
     cur: CallState,
     /// Nesting of `enter` (EXEC and scripts run commands inside a command).
     depth: u32,
@@ -157,6 +164,12 @@ impl Propagation {
     #[inline]
     pub fn active(&self) -> bool {
         !self.taps.is_empty() || self.aof.is_some() || self.backlog.is_some()
+    }
+
+    /// The database the stream is in (Redis's `slaveseldb`), None before
+    /// any SELECT.
+    pub fn stream_db(&self) -> Option<usize> {
+        self.selected
     }
 
     /// The next command goes out after a SELECT (a new AOF file starts).
@@ -222,11 +235,10 @@ impl Propagation {
         // script runs after redis.set_repl(REPL_NONE).
         let silenced = cur.prevent || is_exec || (self.script_repl_off && self.depth > 0);
         if wrote && !silenced {
-            let resp = match &cur.rewrite {
-                Some(v) => encode(v.iter().map(|a| &a[..])),
-                None => encode((0..argv.len()).map(|i| argv.at(i))),
-            };
-            self.pending.push(Op { db, resp });
+            match &cur.rewrite {
+                Some(v) => self.push_op(db, v.iter().map(|a| &a[..])),
+                None => self.push_op(db, (0..argv.len()).map(|i| argv.at(i))),
+            }
         }
         if self.depth == 0 {
             self.script_repl_off = false;
@@ -248,8 +260,7 @@ impl Propagation {
             return;
         }
         self.record_expired(lazy_expire);
-        let resp = encode(argv.iter().copied());
-        self.pending.push(Op { db, resp });
+        self.push_op(db, argv.iter().copied());
     }
 
     /// The running command is not propagated itself (what it asked with
@@ -297,20 +308,28 @@ impl Propagation {
             return;
         }
         let name: &[u8] = if unlink { b"UNLINK" } else { b"DEL" };
-        let resp = encode([name, key].into_iter());
-        self.pending.push(Op { db, resp });
+        self.push_op(db, [name, key].into_iter());
     }
 
     /// Turns keys the databases expired since the last look into DEL/UNLINK ops.
     fn record_expired(&mut self, lazy: bool) {
         let name: &[u8] = if lazy { b"UNLINK" } else { b"DEL" };
         for (db, key) in crate::db::take_expired_log() {
-            let resp = encode([name, &key[..]].into_iter());
-            self.pending.push(Op { db, resp });
+            self.push_op(db, [name, &key[..]].into_iter());
         }
     }
 
-    /// Sends the pending ops to every tap (Redis's `propagatePendingCommands`).
+    /// Encodes a command as a pending op.
+    fn push_op<'a>(&mut self, db: usize, argv: impl ExactSizeIterator<Item = &'a [u8]>) {
+        let start = self.op_bytes.len();
+        encode_into(&mut self.op_bytes, argv);
+        self.pending.push(Op {
+            db,
+            resp: start..self.op_bytes.len(),
+        });
+    }
+
+    /// Sends the pending ops to every consumer (Redis's `propagatePendingCommands`).
     fn flush(&mut self, may_wrap: bool) {
         if self.pending.is_empty() {
             return;
@@ -325,7 +344,11 @@ impl Propagation {
                 sink.begin();
                 std::mem::take(&mut sink.buf)
             }
-            _ => Vec::new(),
+            _ => {
+                let mut v = std::mem::take(&mut self.scratch);
+                v.clear();
+                v
+            }
         };
         if wrap {
             self.select(&mut out, ops[0].db);
@@ -333,24 +356,29 @@ impl Propagation {
         }
         for op in &ops {
             self.select(&mut out, op.db);
-            out.extend_from_slice(&op.resp);
+            out.extend_from_slice(&self.op_bytes[op.resp.clone()]);
         }
         if wrap {
             out.extend_from_slice(b"*1\r\n$4\r\nEXEC\r\n");
         }
+        // Both buffers keep their capacity for the next command.
+        self.pending = ops;
+        self.pending.clear();
+        self.op_bytes.clear();
         for t in &self.taps {
             t.push(&out);
         }
         if !self.from_master {
             self.feed_replicas(&out);
         }
-        if let Some(sink) = &mut self.aof {
-            if direct {
-                sink.buf = out;
-            } else {
+        match &mut self.aof {
+            Some(sink) if direct => sink.buf = out,
+            Some(sink) => {
                 sink.begin();
                 sink.buf.extend_from_slice(&out);
+                self.scratch = out;
             }
+            None => self.scratch = out,
         }
     }
 
@@ -403,6 +431,12 @@ pub fn deletion(srv: &super::Server, param: &str) -> &'static [u8] {
 /// A command as a RESP multibulk.
 fn encode<'a>(argv: impl ExactSizeIterator<Item = &'a [u8]>) -> Vec<u8> {
     let mut out = Vec::new();
+    encode_into(&mut out, argv);
+    out
+}
+
+/// Appends a command as a RESP multibulk.
+fn encode_into<'a>(out: &mut Vec<u8>, argv: impl ExactSizeIterator<Item = &'a [u8]>) {
     let mut n = itoa::Buffer::new();
     out.push(b'*');
     out.extend_from_slice(n.format(argv.len()).as_bytes());
@@ -414,7 +448,6 @@ fn encode<'a>(argv: impl ExactSizeIterator<Item = &'a [u8]>) -> Vec<u8> {
         out.extend_from_slice(a);
         out.extend_from_slice(b"\r\n");
     }
-    out
 }
 
 #[cfg(test)]

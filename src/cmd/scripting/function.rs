@@ -232,7 +232,7 @@ fn stats(ctx: &mut Ctx, _args: &mut Args) -> CmdResult {
             r.is_function,
             r.name.clone(),
             r.command.clone(),
-            (crate::clock::real_now_us() - r.start_us) / 1000,
+            (crate::clock::system_us() - r.start_us) / 1000,
         )
     });
     if let Some((false, ..)) = running {

@@ -3,10 +3,11 @@
 
 use crate::command::flags::*;
 use crate::command::names::Names;
+use crate::command::table::CmdRef;
 use crate::command::{meta, Args, CommandSpec};
 use crate::error::{CmdResult, Error};
 use crate::resp::value::Value;
-use crate::server::Ctx;
+use crate::server::{Ctx, Server};
 use crate::types::glob;
 
 const META: u32 = LOADING | STALE;
@@ -51,13 +52,31 @@ const HELP: &[&str] = &[
     "    Prints this help.",
 ];
 
+/// Whether COMMAND and its subcommands show a command: the test controls
+/// (OXIDIS) only on a server started with `enable-test-controls yes`. So a
+/// default server's COMMAND, COUNT, LIST, INFO and DOCS answer what Redis's
+/// do (client libraries and the compat cases compare them), while a server
+/// started for tests documents the command it answers to.
+fn shown(test_controls: bool, spec: &CommandSpec) -> bool {
+    test_controls || !spec.has(TEST_CONTROL)
+}
+
+/// Every command COMMAND shows (see [`shown`]), in table order.
+fn shown_commands(srv: &Server) -> impl Iterator<Item = CmdRef> + '_ {
+    let tc = srv.config.enable_test_controls;
+    srv.config
+        .names
+        .commands()
+        .filter(move |c| shown(tc, c.spec))
+}
+
 /// ```text
 /// COMMAND
 /// ```
 /// Array: the COMMAND INFO entry of every command that answers to a name
 /// (a renamed one under its original name, as Redis shows it).
 pub fn command(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
-    let cmds: Vec<_> = ctx.srv.config.names.commands().collect();
+    let cmds: Vec<_> = shown_commands(ctx.srv).collect();
     let out = ctx.out();
     out.array(cmds.len());
     for c in cmds {
@@ -74,11 +93,12 @@ fn info(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     if !args.has_more() {
         return command(ctx, args);
     }
+    let tc = ctx.srv.config.enable_test_controls;
     let names = &ctx.srv.config.names;
     let out = &mut ctx.client.reply;
     out.array(args.remaining());
     for name in args.by_ref() {
-        match names.lookup_path(name) {
+        match names.lookup_path(name).filter(|c| shown(tc, c.spec)) {
             Some(cmd) => meta::info_for(cmd.spec).write(out),
             None => out.null(),
         }
@@ -91,13 +111,15 @@ fn info(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// ```
 /// Map of command name → documentation; unknown names are left out.
 fn docs(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    let tc = ctx.srv.config.enable_test_controls;
     let names = &ctx.srv.config.names;
     let specs: Vec<&'static CommandSpec> = if args.has_more() {
         args.from(args.pos())
             .filter_map(|n| names.lookup_path(n).map(|c| c.spec))
+            .filter(|s| shown(tc, s))
             .collect()
     } else {
-        names.commands().map(|c| c.spec).collect()
+        shown_commands(ctx.srv).map(|c| c.spec).collect()
     };
     let out = &mut ctx.client.reply;
     out.map(specs.len());
@@ -113,7 +135,7 @@ fn docs(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// ```
 /// Integer: number of top-level commands.
 fn count(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
-    let n = ctx.srv.config.names.commands().count() as i64;
+    let n = shown_commands(ctx.srv).count() as i64;
     ctx.out().int(n);
     Ok(())
 }
@@ -151,11 +173,7 @@ fn list(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         }
     };
     // Every command that answers to a name, then its subcommands (full names).
-    let listed = ctx
-        .srv
-        .config
-        .names
-        .commands()
+    let listed = shown_commands(ctx.srv)
         .flat_map(|c| std::iter::once(c.spec).chain(c.spec.subcommands.iter()));
     let names: Vec<&'static str> = listed
         .filter(|s| match &filter {

@@ -253,6 +253,12 @@ fn after_set(ctx: &mut Ctx, before: &crate::config::Config) {
     if client_limit_changed {
         crate::server::client_mem::apply_config(ctx.srv, ctx.client);
     }
+    let backlog = ctx.srv.config.get_i64("repl-backlog-size").max(1) as usize;
+    if let Some(b) = ctx.srv.prop.backlog.as_mut() {
+        if b.size() != backlog {
+            b.resize(backlog);
+        }
+    }
 }
 
 /// ```text

@@ -60,8 +60,8 @@ pub fn run(ctx: &mut Ctx, sub: &[u8], args: &Args) -> Option<CmdResult> {
             .simple("Apparently Redis did not crash: test passed");
         return Some(Ok(()));
     } else if is("replicate") && n >= 3 {
-        // Redis feeds the words to its replicas only (not the AOF).
-        let argv: Vec<&[u8]> = args.from(2).collect();
+        // The words go to the replicas only (not the AOF), as Redis feeds them.
+        let argv: Vec<&[u8]> = (2..n).map(|i| args.at(i)).collect();
         ctx.srv.prop.feed_replicas_only(&argv);
     } else if is("quicklist-packed-threshold") && n == 3 {
         let arg = String::from_utf8_lossy(args.at(2));

@@ -19,7 +19,10 @@ pub fn write_base(srv: &Server, target: &Path, rdb_preamble: bool) -> Result<(),
         let f = std::fs::File::create(&tmp)?;
         let mut w = BufWriter::with_capacity(64 * 1024, &f);
         if rdb_preamble {
-            let opts = crate::persist::rdb::SaveOptions { aof_base: true };
+            let opts = crate::persist::rdb::SaveOptions {
+                aof_base: true,
+                ..Default::default()
+            };
             crate::persist::rdb::write_dataset_with(srv, &mut w, &opts)?;
         } else {
             write_commands(srv, &mut w)?;

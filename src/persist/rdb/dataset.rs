@@ -17,6 +17,10 @@ use crate::server::Server;
 pub struct SaveOptions {
     /// The image starts an AOF base file (`aof-base 1` AUX field).
     pub aof_base: bool,
+    /// Without the keys, or without the function libraries (a replica's
+    /// `REPLCONF rdb-filter-only`, as `redis-cli --functions-rdb` asks).
+    pub exclude_data: bool,
+    pub exclude_functions: bool,
 }
 
 /// How an image is read.
@@ -90,15 +94,31 @@ pub fn write_dataset_with(
         "used-mem",
         &crate::server::memory::used_memory().to_string(),
     );
+    // A master with a backlog saves its replication history, so its
+    // replicas can continue after it restarts (Redis's rdbPopulateSaveInfo).
+    if server.prop.backlog.is_some() {
+        aux(
+            &mut e,
+            "repl-stream-db",
+            &server.prop.stream_db().unwrap_or(0).to_string(),
+        );
+        aux(&mut e, "repl-id", &server.repl.replid);
+        aux(&mut e, "repl-offset", &server.prop.repl_offset.to_string());
+    }
     aux(&mut e, "aof-base", if opts.aof_base { "1" } else { "0" });
 
-    for lib in &server.script.functions.libs {
+    let libs = if opts.exclude_functions {
+        &[][..]
+    } else {
+        &server.script.functions.libs[..]
+    };
+    for lib in libs {
         e.byte(OPCODE_FUNCTION2);
         e.string(&lib.code);
     }
 
     for db in &server.ks.dbs {
-        if db.is_empty() {
+        if db.is_empty() || opts.exclude_data {
             continue;
         }
         e.byte(OPCODE_SELECTDB);
@@ -316,6 +336,7 @@ fn load_into(
     let mut empty_skipped = 0u64;
     let mut delay = crate::persist::KeyDelay::from_config(server, "key-load-delay");
     let mut used_mem = None;
+    let (mut repl_id, mut repl_offset, mut repl_db) = (None, None, None);
     loop {
         let at = r.pos;
         let t = r.byte().map_err(|b| bad_at(b, at, &info))?;
@@ -362,6 +383,12 @@ fn load_into(
                     log_aux(&k, &v);
                     if k.eq_ignore_ascii_case(b"used-mem") {
                         used_mem = crate::types::number::parse_i64(&v);
+                    } else if k.eq_ignore_ascii_case(b"repl-id") && v.len() == 40 {
+                        repl_id = Some(String::from_utf8_lossy(&v).into_owned());
+                    } else if k.eq_ignore_ascii_case(b"repl-offset") {
+                        repl_offset = crate::types::number::parse_i64(&v);
+                    } else if k.eq_ignore_ascii_case(b"repl-stream-db") {
+                        repl_db = crate::types::number::parse_i64(&v);
                     }
                 }
                 OPCODE_MODULE_AUX => {
@@ -429,6 +456,17 @@ fn load_into(
         })();
         step.map_err(|b| bad_at(b, at, &info))?;
         if t == OPCODE_EOF {
+            if let (Some(id), Some(offset), Some(stream_db)) =
+                (repl_id.take(), repl_offset, repl_db)
+            {
+                if offset != -1 && stream_db != -1 {
+                    info.repl = Some(super::ReplInfo {
+                        id,
+                        offset,
+                        stream_db,
+                    });
+                }
+            }
             break;
         }
         if let Some(m) = used_mem.take() {

@@ -43,6 +43,17 @@ pub struct LoadInfo {
     pub expired_skipped: u64,
     /// Empty collections skipped (Redis logs how many).
     pub empty_skipped: u64,
+    /// The replication history the image was saved in (Redis's
+    /// `rdbSaveInfo`), when its three AUX fields are there and valid.
+    pub repl: Option<ReplInfo>,
+}
+
+/// The `repl-id`, `repl-offset` and `repl-stream-db` AUX fields.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReplInfo {
+    pub id: String,
+    pub offset: i64,
+    pub stream_db: i64,
 }
 
 /// A loaded value's entry with Redis's `objectSetLRUOrLFU`: under an LFU

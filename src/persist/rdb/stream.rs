@@ -13,7 +13,7 @@ impl Encoder {
         self.len(s.node_count() as u64);
         for (master, lp) in s.nodes() {
             self.string(&encode_id(*master));
-            self.string(lp);
+            self.string(&lp);
         }
         self.len(s.len());
         self.id(s.last_id);
@@ -90,6 +90,7 @@ impl<'a> Reader<'a> {
                 return corrupt("Listpack re-added with existing key");
             }
         }
+        s.seal_loaded();
         s.set_len(self.length()?);
         s.last_id = self.stream_id()?;
         if v2 {

@@ -57,6 +57,9 @@ pub fn ensure_backlog(srv: &mut Server) {
 /// replicas, moving `master_repl_offset`.
 pub fn applied(srv: &mut Server, bytes: &[u8]) {
     srv.prop.feed_replicas(bytes);
+    if !srv.prop.repl_fresh.is_empty() {
+        srv.repl.feed.notify_one();
+    }
 }
 
 /// The master continued with a new id (`+CONTINUE <id>`): the old one is

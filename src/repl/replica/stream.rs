@@ -204,7 +204,7 @@ impl Input {
         };
         if read > 0 {
             l.last_interaction = Instant::now();
-            c.last_interaction = l.last_interaction;
+            c.last_interaction = crate::clock::real_now_us() / 1000;
             c.net_in += read as u64;
         }
         let Some(pos) = l.master.as_mut() else {

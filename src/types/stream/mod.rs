@@ -18,15 +18,22 @@
 pub mod group;
 pub mod id;
 pub mod node;
+pub mod store;
 #[cfg(test)]
 mod tests;
 
-use std::cell::Cell;
+use std::borrow::Cow;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 
 pub use group::{Consumer, Group, Nack};
 pub use id::StreamId;
 use node::Entry;
+use store::Node;
+
+/// Unpacked node caches a stream keeps when it releases the others (the
+/// node a range starts in and the one after it).
+const CACHE_KEEP: usize = 2;
 
 /// Redis's STREAM_LISTPACK_MAX_SIZE: a node (and an entry) stays under 1 GiB.
 pub const LISTPACK_MAX_SIZE: usize = 1 << 30;
@@ -89,7 +96,10 @@ pub const ENTRIES_READ_INVALID: i64 = -1;
 
 #[derive(Default, Clone)]
 pub struct Stream {
-    nodes: BTreeMap<StreamId, Vec<u8>>,
+    /// Sealed nodes (all but the last) are kept compressed (see [`store`]).
+    nodes: BTreeMap<StreamId, Node>,
+    /// Nodes whose unpacked cache was filled, oldest first.
+    unpacked: RefCell<Vec<StreamId>>,
     /// The entry a forward range last returned: the next forward range
     /// starting after it, in the same node (XREADGROUP `>`, XREAD, XRANGE
     /// paging), starts walking there instead of at the node's first entry.
@@ -127,20 +137,47 @@ impl Stream {
         self.nodes.len()
     }
 
-    /// The nodes in order: master id and listpack bytes (for RDB and memory).
-    pub fn nodes(&self) -> impl Iterator<Item = (&StreamId, &Vec<u8>)> {
-        self.nodes.iter()
+    /// The nodes in order: master id and listpack bytes (for RDB and
+    /// DUMP), unpacked without filling the caches.
+    pub fn nodes(&self) -> impl Iterator<Item = (&StreamId, Cow<'_, [u8]>)> {
+        self.nodes.iter().map(|(m, n)| (m, n.bytes_uncached()))
     }
 
     /// Bytes held by the nodes' buffers.
     pub fn node_bytes(&self) -> usize {
-        self.nodes.values().map(|lp| lp.capacity()).sum()
+        self.nodes.values().map(Node::heap_bytes).sum()
     }
 
     /// Adds a node as loaded from a file (checked by the caller); false
     /// when a node had that master id already.
     pub fn push_node(&mut self, master: StreamId, lp: Vec<u8>) -> bool {
-        self.nodes.insert(master, lp).is_none()
+        self.nodes.insert(master, Node::Plain(lp)).is_none()
+    }
+
+    /// After loading: every node but the last is sealed (compressed).
+    pub fn seal_loaded(&mut self) {
+        let last = self.nodes.keys().next_back().copied();
+        for (m, n) in self.nodes.iter_mut() {
+            if Some(*m) != last {
+                n.seal();
+            }
+        }
+    }
+
+    /// Drops the unpacked caches of all but the [`CACHE_KEEP`] nodes
+    /// unpacked last. Every change to the stream does this; read commands
+    /// do it once done (`Db::release_stream_cache`).
+    pub fn release_cache(&mut self) {
+        let unpacked = self.unpacked.get_mut();
+        if unpacked.len() <= CACHE_KEEP {
+            return;
+        }
+        let drop_n = unpacked.len() - CACHE_KEEP;
+        for m in unpacked.drain(..drop_n) {
+            if let Some(n) = self.nodes.get_mut(&m) {
+                n.release();
+            }
+        }
     }
 
     /// Sets the live length after loading nodes.
@@ -186,8 +223,10 @@ impl Stream {
         } else {
             lim.bytes
         };
+        self.release_cache();
         let mut appended = false;
-        if let Some((&master, lp)) = self.nodes.iter_mut().next_back() {
+        if let Some((&master, last)) = self.nodes.iter_mut().next_back() {
+            let lp = last.bytes_mut();
             let full = lp.len() + total >= max_bytes || {
                 lim.entries != 0 && {
                     let h = node::header(lp);
@@ -195,14 +234,14 @@ impl Stream {
                 }
             };
             if full {
-                lp.shrink_to_fit();
+                last.seal();
             } else {
                 node::append(lp, master, id, fields);
                 appended = true;
             }
         }
         if !appended {
-            self.nodes.insert(id, node::create(id, fields));
+            self.nodes.insert(id, Node::Plain(node::create(id, fields)));
         }
         self.length += 1;
         self.entries_added += 1;
@@ -240,7 +279,8 @@ impl Stream {
             // Resume at the last entry returned when it is before `start`
             // in the node `start` is in.
             if let Some(s) = self.seek.get().filter(|s| s.master == from && s.id < start) {
-                if let Some(lp) = self.nodes.get(&from) {
+                if let Some(n) = self.nodes.get(&from) {
+                    let lp = unpacked_bytes(&self.unpacked, from, n);
                     fwd = node::entries_from(lp, from, s.rel, s.id);
                     if fwd.is_some() {
                         nodes.next();
@@ -253,6 +293,7 @@ impl Stream {
         };
         Range {
             nodes,
+            unpacked: &self.unpacked,
             back: None,
             fwd,
             seek: (!rev).then_some(&self.seek),
@@ -289,9 +330,10 @@ impl Stream {
     /// Deletes the live entry `id` (XDEL, without the bookkeeping of
     /// `first_id` and `max_deleted`, which [`Stream::delete`] does).
     fn remove_entry(&mut self, id: StreamId) -> bool {
-        let Some((&master, lp)) = self.nodes.range_mut(..=id).next_back() else {
+        let Some((&master, n)) = self.nodes.range_mut(..=id).next_back() else {
             return false;
         };
+        let lp = n.bytes_mut();
         let found = node::entries(lp, master)
             .take_while(|e| e.id <= id)
             .find(|e| e.id == id && !e.deleted())
@@ -311,6 +353,7 @@ impl Stream {
     /// XDEL of several ids: the number deleted. Keeps `first_id` and
     /// `max_deleted` as Redis's `xdelCommand`.
     pub fn delete(&mut self, ids: &[StreamId]) -> u64 {
+        self.release_cache();
         let mut deleted = 0;
         let mut first = false;
         for &id in ids {
@@ -336,6 +379,7 @@ impl Stream {
 
     /// Trims from the head (Redis's `streamTrim`): the number of entries removed.
     pub fn trim(&mut self, t: &Trim) -> u64 {
+        self.release_cache();
         let mut deleted: u64 = 0;
         let mut cursor = StreamId::MIN;
         loop {
@@ -344,17 +388,17 @@ impl Stream {
                     break;
                 }
             }
-            let Some((&master, lp)) = self.nodes.range_mut(cursor..).next() else {
+            let Some((&master, n)) = self.nodes.range_mut(cursor..).next() else {
                 break;
             };
-            let h = node::header(lp);
+            let h = node::header(n.bytes().0);
             let entries = h.count.max(0) as u64;
             if t.limit != 0 && deleted + entries > t.limit {
                 break;
             }
             let remove = match t.by {
                 TrimBy::MaxLen(max) => self.length - entries >= max,
-                TrimBy::MinId(min) => node::last_id(lp, master) < min,
+                TrimBy::MinId(min) => node::last_id(n.bytes().0, master) < min,
             };
             if remove {
                 self.nodes.remove(&master);
@@ -367,6 +411,7 @@ impl Stream {
                 break;
             }
             // Flag entries inside this node, from its head.
+            let lp = n.bytes_mut();
             let mut marks = Vec::new();
             let mut length = self.length;
             for e in node::entries(lp, master) {
@@ -493,6 +538,33 @@ impl Stream {
     }
 }
 
+/// A node's listpack for reading; a node unpacked now is noted in
+/// `unpacked`, so the stream can drop its cache later.
+fn unpacked_bytes<'a>(
+    unpacked: &RefCell<Vec<StreamId>>,
+    master: StreamId,
+    n: &'a Node,
+) -> &'a [u8] {
+    let (lp, now) = n.bytes();
+    if now {
+        unpacked.borrow_mut().push(master);
+        UNPACKED.with(|u| u.set(true));
+    }
+    lp
+}
+
+thread_local! {
+    /// Set when a read unpacked a node: the command that ran it releases
+    /// the caches of its stream keys once done (`command::dispatch::call`).
+    static UNPACKED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// True (once) when a node was unpacked since the last call.
+#[inline]
+pub fn take_unpacked() -> bool {
+    UNPACKED.with(|u| u.replace(false))
+}
+
 /// The 128-bit big-endian form Redis keys nodes and PEL entries by.
 pub fn encode_id(id: StreamId) -> [u8; 16] {
     let mut b = [0; 16];
@@ -520,7 +592,9 @@ struct Seek {
 
 /// Entries in an id range (see [`Stream::range`]).
 pub struct Range<'a> {
-    nodes: std::collections::btree_map::Range<'a, StreamId, Vec<u8>>,
+    nodes: std::collections::btree_map::Range<'a, StreamId, Node>,
+    /// The stream's list of unpacked nodes (a node unpacked here joins it).
+    unpacked: &'a RefCell<Vec<StreamId>>,
     /// Backwards: the current node's entries.
     back: Option<node::RevEntries<'a>>,
     /// Forwards: the current node's entries.
@@ -543,7 +617,8 @@ impl<'a> Iterator for Range<'a> {
                 match self.back.as_mut().and_then(|it| it.next()) {
                     Some(e) => e,
                     None => match self.nodes.next_back() {
-                        Some((m, lp)) => {
+                        Some((m, n)) => {
+                            let lp = unpacked_bytes(self.unpacked, *m, n);
                             self.back = Some(node::entries_rev(lp, *m));
                             continue;
                         }
@@ -557,7 +632,8 @@ impl<'a> Iterator for Range<'a> {
                 match self.fwd.as_mut().and_then(|it| it.next()) {
                     Some(e) => e,
                     None => match self.nodes.next() {
-                        Some((m, lp)) => {
+                        Some((m, n)) => {
+                            let lp = unpacked_bytes(self.unpacked, *m, n);
                             self.fwd = Some(node::entries(lp, *m));
                             continue;
                         }

@@ -222,3 +222,47 @@ fn resumed_ranges_stay_right_after_the_node_changes() {
     put(&mut s, 400);
     assert_eq!(first(&s, 10), Some(id(400, 0)));
 }
+
+/// Sealed nodes are compressed; reads, deletions and trims see the same
+/// entries as with plain nodes, and reads keep only a few caches.
+#[test]
+fn sealed_nodes_are_packed_and_behave_as_plain_ones() {
+    let mut s = Stream::new();
+    let mut plain = 0;
+    for i in 1..=1000u64 {
+        let v = (i * 7).to_string();
+        add(&mut s, id(i, 0), &["sensor", "12", "reading", &v]);
+    }
+    for (_, lp) in s.nodes() {
+        plain += lp.len();
+    }
+    assert_eq!(s.node_count(), 10);
+    assert!(
+        s.node_bytes() < plain * 3 / 4,
+        "{} bytes held for {plain} of listpacks",
+        s.node_bytes()
+    );
+    // Reads across packed nodes, both ways.
+    assert_eq!(s.range(id(150, 0), id(450, 0), false).count(), 301);
+    assert_eq!(s.range(id(150, 0), id(450, 0), true).count(), 301);
+    assert!(take_unpacked());
+    assert!(s.unpacked.borrow().len() >= 4);
+    s.release_cache();
+    assert_eq!(s.unpacked.borrow().len(), CACHE_KEEP);
+    // An entry in an old (packed) node is deleted; the node turns plain.
+    assert_eq!(s.delete(&[id(205, 0)]), 1);
+    assert!(s.get(id(205, 0)).is_none());
+    assert_eq!(s.get(id(206, 0)).map(|e| e.id), Some(id(206, 0)));
+    // Exact trim inside a packed node.
+    let t = Trim {
+        by: TrimBy::MinId(id(350, 0)),
+        approx: false,
+        limit: 0,
+    };
+    assert_eq!(s.trim(&t), 348);
+    assert_eq!(s.first_id, id(350, 0));
+    assert_eq!(s.range(StreamId::MIN, StreamId::MAX, false).count(), 651);
+    // Appends still go to the (plain) last node.
+    add(&mut s, id(2000, 0), &["sensor", "1"]);
+    assert_eq!(s.last_valid_id(), id(2000, 0));
+}
