@@ -858,3 +858,78 @@ fn chained_replica_gets_the_masters_stream() {
     });
     assert_eq!(digest(&mut r2), digest(&mut m));
 }
+
+/// A master that sends its stream right behind the EOF mark of a diskless
+/// transfer (in the same write): the replica loads the RDB and runs what
+/// follows the mark. The "master" here is the test, speaking the protocol.
+#[test]
+fn stream_right_behind_the_eof_mark() {
+    use std::io::{BufRead, BufReader, Write};
+    const AFTER: &[u8] = b"*3\r\n$3\r\nSET\r\n$5\r\nafter\r\n$1\r\n2\r\n";
+    // An RDB with one key, written by a real redis-server.
+    let src = master(&[]);
+    let mut sc = src.conn();
+    let _: () = redis::cmd("SET")
+        .arg("from_rdb")
+        .arg("1")
+        .query(&mut sc)
+        .unwrap();
+    let rdb = src.save_rdb();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let fake = std::thread::spawn(move || {
+        let (sock, _) = listener.accept().unwrap();
+        let mut rd = BufReader::new(sock.try_clone().unwrap());
+        let mut w = sock;
+        let mut line = String::new();
+        loop {
+            // One command: *N, then N bulk strings.
+            line.clear();
+            rd.read_line(&mut line).unwrap();
+            let n: usize = line.trim()[1..].parse().unwrap();
+            let mut argv = Vec::new();
+            for _ in 0..n {
+                line.clear();
+                rd.read_line(&mut line).unwrap();
+                line.clear();
+                rd.read_line(&mut line).unwrap();
+                argv.push(line.trim().to_ascii_uppercase());
+            }
+            match argv[0].as_str() {
+                "PING" => w.write_all(b"+PONG\r\n").unwrap(),
+                "REPLCONF" => w.write_all(b"+OK\r\n").unwrap(),
+                "PSYNC" => break,
+                other => panic!("unexpected {other}"),
+            }
+        }
+        let id = "a".repeat(40);
+        let mark = "m".repeat(40);
+        let mut out = format!("+FULLRESYNC {id} 0\r\n$EOF:{mark}\r\n").into_bytes();
+        out.extend_from_slice(&rdb);
+        out.extend_from_slice(mark.as_bytes());
+        out.extend_from_slice(AFTER);
+        w.write_all(&out).unwrap();
+        // Keep the link open until the replica hangs up.
+        let mut rest = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut rd, &mut rest);
+    });
+    let r_srv = replica(&["--repl-diskless-load", "swapdb"]);
+    let mut r = common::conn(&r_srv);
+    replicaof(&mut r, port);
+    wait_for("the key sent behind the mark", || {
+        redis::cmd("GET")
+            .arg("after")
+            .query::<Option<String>>(&mut r)
+            .unwrap()
+            .is_some()
+    });
+    let v: String = redis::cmd("GET").arg("from_rdb").query(&mut r).unwrap();
+    assert_eq!(v, "1");
+    assert_eq!(
+        info_field(&mut r, "replication", "slave_repl_offset"),
+        Some(AFTER.len().to_string())
+    );
+    drop(r);
+    drop(r_srv);
+    let _ = fake.join();
+}

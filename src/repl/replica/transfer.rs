@@ -221,22 +221,23 @@ async fn receive(
                 left -= chunk.len();
                 sink.write(&chunk)
             }
-            Some(_) => {
+            Some(m) => {
                 tail.extend_from_slice(&chunk);
-                let keep = tail.len().saturating_sub(MARK_LEN);
+                // The mark may be followed by the stream in the same read
+                // (a master that does not wait for the first ACK): what
+                // follows it goes back to the connection's buffer.
+                if let Some(at) = tail.windows(MARK_LEN).position(|w| w == m) {
+                    conn.buf.splice(0..0, tail[at + MARK_LEN..].iter().copied());
+                    return sink.write(&tail[..at]).map_err(|e| write_failed(&e));
+                }
+                // Bytes that cannot start the mark are the RDB's.
+                let keep = tail.len().saturating_sub(MARK_LEN - 1);
                 let out: Vec<u8> = tail.drain(..keep).collect();
                 sink.write(&out)
             }
         };
-        if let Err(e) = written {
-            log::warning(&format!("Write error or short write writing to the DB dump file needed for MASTER <-> REPLICA synchronization: {}", crate::config::os_error(&e)));
-            return Err(Outcome::Now);
-        }
-        let done = match mark {
-            Some(m) => tail == m,
-            None => left == 0,
-        };
-        if done {
+        written.map_err(|e| write_failed(&e))?;
+        if mark.is_none() && left == 0 {
             return Ok(());
         }
     }
@@ -347,4 +348,10 @@ fn end_socket_load(s: &mut Server, generation: u64) {
     if let Some(l) = link_of(s, generation) {
         l.async_loading = false;
     }
+}
+
+/// The payload could not be written to its temporary file.
+fn write_failed(e: &std::io::Error) -> Outcome {
+    log::warning(&format!("Write error or short write writing to the DB dump file needed for MASTER <-> REPLICA synchronization: {}", crate::config::os_error(e)));
+    Outcome::Now
 }
