@@ -141,6 +141,10 @@ pub(super) async fn run(
     } else {
         Sink::Memory(Vec::new())
     };
+    if !disk_load {
+        // Loading from the socket starts now, as Redis's parser does.
+        load_logs(&srv.borrow(), true);
+    }
     let received = receive(srv, generation, conn, &mut sink, size, mark.as_deref()).await;
     let s = &mut *srv.borrow_mut();
     let failed = match received {
@@ -153,7 +157,14 @@ pub(super) async fn run(
             Sink::File(_, p) => {
                 let _ = std::fs::remove_file(p);
             }
-            Sink::Memory(_) => end_socket_load(s, generation),
+            Sink::Memory(_) => {
+                // What Redis's loader logs when the socket ends mid-RDB.
+                let read = link_of(s, generation).map_or(0, |l| l.transfer_read);
+                log::warning("Short read or OOM loading DB. Unrecoverable error, aborting now.");
+                log::warning(&format!("Internal error in RDB reading offset {read}, function at rdb.c:0 -> Unexpected EOF reading RDB file"));
+                log::warning("Failed trying to load the MASTER synchronization DB from socket: Connection reset by peer");
+                end_socket_load(s, generation)
+            }
         }
         return Err(o);
     }
@@ -261,15 +272,16 @@ fn load(
         log::notice("Replica is about to load the RDB file received from the master, but there is a pending RDB child running. Killing process and removing its temp file to avoid any race");
         crate::persist::child::kill(s);
     }
+    let from_socket = matches!(sink, Sink::Memory(_));
     let l = link_of(s, generation).ok_or(Outcome::Gone)?;
     if l.master.take().is_some() {
         log::notice("Discarding previously cached master state.");
     }
     ids::attach_to_new_master(s);
     crate::db::forget_replica_keys();
-    log::notice("MASTER <-> REPLICA sync: Flushing old data");
-    log::notice("MASTER <-> REPLICA sync: Loading DB in memory");
-    let from_socket = matches!(sink, Sink::Memory(_));
+    if !from_socket {
+        load_logs(s, false);
+    }
     let data = match sink {
         Sink::Memory(v) => v,
         Sink::File(f, tmp) => {
@@ -354,4 +366,14 @@ fn end_socket_load(s: &mut Server, generation: u64) {
 fn write_failed(e: &std::io::Error) -> Outcome {
     log::warning(&format!("Write error or short write writing to the DB dump file needed for MASTER <-> REPLICA synchronization: {}", crate::config::os_error(e)));
     Outcome::Now
+}
+
+/// Redis's lines as the load begins: the flush (none when swapping in
+/// the new data) and the load itself.
+fn load_logs(s: &Server, from_socket: bool) {
+    let swapdb = from_socket && s.config.get("repl-diskless-load") == Some("swapdb");
+    if !swapdb {
+        log::notice("MASTER <-> REPLICA sync: Flushing old data");
+    }
+    log::notice("MASTER <-> REPLICA sync: Loading DB in memory");
 }
