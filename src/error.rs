@@ -155,6 +155,11 @@ pub enum Rejection {
     MisconfAof(String),
     /// Read-only replica: a write on a replica with `replica-read-only yes`.
     ReadOnlyReplica,
+    /// Stale replica: the link to the master is down and
+    /// `replica-serve-stale-data` is `no`.
+    MasterDown,
+    /// `redis.call` on a stale replica: a command without the `stale` flag.
+    ScriptStaleReplica,
     /// Min-replicas: a write while too few replicas are in good standing.
     NoReplicas,
     /// Pub/sub context (RESP2): only the (un)subscribe family, PING, QUIT, RESET.
@@ -281,6 +286,12 @@ impl Rejection {
             }
             Rejection::ReadOnlyReplica => {
                 Error::coded("READONLY You can't write against a read only replica.")
+            }
+            Rejection::MasterDown => Error::coded(
+                "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
+            ),
+            Rejection::ScriptStaleReplica => {
+                Error::msg("Can not execute the command on a stale replica")
             }
             Rejection::NoReplicas => Error::coded("NOREPLICAS Not enough good replicas to write."),
             Rejection::PubSubContext(cmd) => Error::Msg(

@@ -13,6 +13,15 @@ static FILE: Mutex<Option<String>> = Mutex::new(None);
 /// held at the fork.
 static CHILD: AtomicBool = AtomicBool::new(false);
 
+/// Set while this server is a replica: lines are marked `S` (Redis's
+/// role character), `M` otherwise.
+static REPLICA: AtomicBool = AtomicBool::new(false);
+
+/// The server became a replica (true) or a master again (false).
+pub fn set_replica_role(on: bool) {
+    REPLICA.store(on, Ordering::Relaxed);
+}
+
 /// Switches the log to a forked child's ways (see [`CHILD`]).
 pub fn enter_child() {
     CHILD.store(true, Ordering::Relaxed);
@@ -72,6 +81,8 @@ fn write(level: usize, msg: &str) {
     let mark = ['.', '-', '*', '#'][level.min(3)];
     let role = if CHILD.load(Ordering::Relaxed) {
         'C'
+    } else if REPLICA.load(Ordering::Relaxed) {
+        'S'
     } else {
         'M'
     };

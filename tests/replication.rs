@@ -404,3 +404,48 @@ fn shutdown_waits_for_lagging_replicas_and_abort_cancels() {
     let status = child.wait().unwrap();
     assert!(status.success(), "{status:?}");
 }
+
+/// After a diskless transfer the stream waits for the replica's first ACK
+/// (Redis's repl_start_cmd_stream_on_ack): bytes right behind the EOF mark
+/// would hide it from a replica that looks for the mark at the end of what
+/// it read.
+#[test]
+fn after_a_diskless_transfer_the_stream_waits_for_the_first_ack() {
+    let master = common::start_with(&[
+        "--repl-diskless-sync",
+        "yes",
+        "--repl-diskless-sync-delay",
+        "0",
+    ]);
+    let mut m = common::conn(&master);
+    let mut r = common::Raw::connect(&master);
+    r.cmd(&[b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"]);
+    assert_eq!(r.read_raw(), b"+OK\r\n");
+    r.cmd(&[b"PSYNC", b"?", b"-1"]);
+    // +FULLRESYNC line, then $EOF:<mark>, the RDB, the mark.
+    let mut got = Vec::new();
+    let mark = loop {
+        let chunk = r.try_read_raw_bytes(Duration::from_secs(10));
+        assert!(!chunk.is_empty(), "transfer stalled: {got:?}");
+        got.extend_from_slice(&chunk);
+        if let Some(i) = got.windows(5).position(|w| w == b"$EOF:") {
+            if got.len() >= i + 5 + 40 {
+                break got[i + 5..i + 45].to_vec();
+            }
+        }
+    };
+    while got.len() < 45 || !got[45..].windows(40).any(|w| w == &mark[..]) {
+        let chunk = r.try_read_raw_bytes(Duration::from_secs(10));
+        assert!(!chunk.is_empty(), "no end mark");
+        got.extend_from_slice(&chunk);
+    }
+    let _: () = redis::cmd("SET").arg("k").arg("v").query(&mut m).unwrap();
+    assert!(
+        r.try_read_raw_bytes(Duration::from_millis(300)).is_empty(),
+        "nothing before the first ACK"
+    );
+    r.cmd(&[b"REPLCONF", b"ACK", b"0"]);
+    let stream =
+        String::from_utf8_lossy(&r.try_read_raw_bytes(Duration::from_secs(5))).into_owned();
+    assert!(stream.contains("SET") || stream.contains("set"), "{stream}");
+}

@@ -41,7 +41,7 @@ fn denied(
 ) -> Option<Rejection> {
     // The server's own client (AOF loading, a master's stream) has no user
     // in Redis: nothing is refused to it.
-    if caller == Caller::Internal {
+    if caller == Caller::Internal || client.repl_role == crate::server::client::ReplRole::Master {
         return None;
     }
     let d = match user {

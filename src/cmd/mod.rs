@@ -66,6 +66,7 @@ pub static ALL: &[&[CommandSpec]] = &[
     scripting::SPECS,
     pubsub::SPECS,
     replication::SPECS,
+    crate::repl::replica::command::SPECS,
     server::SPECS,
     server::persistence::SPECS,
     aof::SPECS,

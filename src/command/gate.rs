@@ -134,15 +134,25 @@ pub fn admit(srv: &Server, client: &Client, cmd: CmdRef, args: &Args, caller: Ca
         if let Some(r) = min_replicas(srv, client, cmd, args) {
             return reject(r);
         }
-        if let Some(r) = read_only_replica(srv, cmd) {
+        if let Some(r) = read_only_replica(srv, client, cmd, args) {
             return reject(r);
         }
     }
     if client.in_pubsub_context() && !spec.has(flags::PUBSUB_CONTEXT) {
         return reject(Rejection::PubSubContext(spec.full_name()));
     }
+    if !obey {
+        if let Some(r) = stale_replica(srv, client, cmd, args) {
+            return reject(r);
+        }
+    }
     if let Some(r) = loading(cmd, caller) {
         return reject(r);
+    }
+    // A replica loading its master's RDB while it serves the old data
+    // refuses only what must not run then (`no_async_loading`).
+    if !obey && cmd.spec.has(flags::NO_ASYNC_LOADING) && crate::repl::replica::async_loading(srv) {
+        return reject(Rejection::Loading);
     }
     if let Caller::WhileBusy { function } = caller {
         if !spec.has(flags::ALLOW_BUSY) {
@@ -180,8 +190,10 @@ fn script_stage(
     if spec.has(flags::NOSCRIPT) && !srv.script.allow_noscript {
         return reject(Rejection::ScriptNoScript);
     }
-    // Stale replica (`Can not execute the command on a stale replica`):
-    // replication, not filed yet.
+    // A stale replica runs only `stale` commands from scripts.
+    if crate::repl::replica::stale(srv) && !spec.has(flags::STALE) {
+        return reject(Rejection::ScriptStaleReplica);
+    }
     let caller = Caller::Script {
         read_only,
         allow_oom,
@@ -195,8 +207,16 @@ fn script_stage(
     if read_only && spec.has(flags::WRITE | flags::MAY_REPLICATE) {
         return reject(Rejection::ScriptWriteInReadOnly);
     }
-    // A script that has not written yet is refused its first write while
-    // persisting fails (after a write it must go on, as in Redis).
+    // A script that has not written yet is refused its first write on a
+    // read-only replica (unless the master runs it), or while persisting
+    // fails (after a write it must go on, as in Redis).
+    if !wrote
+        && spec.has(flags::WRITE)
+        && crate::repl::replica::read_only(srv)
+        && !crate::db::applying_master()
+    {
+        return reject(Rejection::ReadOnlyReplica);
+    }
     if !wrote && spec.has(flags::WRITE) {
         if let Some(r) = crate::persist::write_denied(srv) {
             return reject(r);
@@ -303,12 +323,36 @@ fn min_replicas(srv: &Server, client: &Client, cmd: CmdRef, args: &Args) -> Opti
     flagged_or_queued(srv, client, cmd, args, flags::WRITE).then_some(Rejection::NoReplicas)
 }
 
-/// Read-only replica stage: writes refused on a replica with
-/// `replica-read-only yes` (and `min-replicas-to-write`, disk-error stages
-/// alongside). Replication (not filed yet) and issue 12 fill them.
+/// Read-only replica stage: writes (scripts by their declared flags, EXEC
+/// of a transaction holding one) refused on a replica with
+/// `replica-read-only yes` (Redis's `processCommand`).
 #[inline]
-fn read_only_replica(_srv: &Server, _cmd: CmdRef) -> Option<Rejection> {
-    None
+fn read_only_replica(srv: &Server, client: &Client, cmd: CmdRef, args: &Args) -> Option<Rejection> {
+    if !crate::repl::replica::is_replica(srv) {
+        return None;
+    }
+    (crate::repl::replica::read_only(srv)
+        && flagged_or_queued(srv, client, cmd, args, flags::WRITE))
+    .then_some(Rejection::ReadOnlyReplica)
+}
+
+/// Stale replica stage: a replica whose link is down, with
+/// `replica-serve-stale-data no`, runs only commands flagged `stale` (EXEC
+/// only when all its queue is).
+#[inline]
+fn stale_replica(srv: &Server, client: &Client, cmd: CmdRef, args: &Args) -> Option<Rejection> {
+    if !crate::repl::replica::is_replica(srv) || !crate::repl::replica::stale(srv) {
+        return None;
+    }
+    let effective = |spec, args: &Args| crate::script::cmd_flags::effective(srv, spec, args);
+    let deny = effective(cmd.spec, args) & flags::STALE == 0
+        || (cmd.spec.has(flags::TXN_EXEC)
+            && client.multi.as_ref().is_some_and(|m| {
+                m.queue
+                    .iter()
+                    .any(|q| effective(q.spec, &q.argv.args()) & flags::STALE == 0)
+            }));
+    deny.then_some(Rejection::MasterDown)
 }
 
 /// LOADING stage: while the dataset loads, requests from connections

@@ -6,7 +6,7 @@ pub mod lazyfree;
 mod typed;
 pub mod value;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use crate::clock;
 use crate::server::notify;
@@ -121,6 +121,77 @@ pub fn set_loading(on: bool) {
 /// True while the dataset loads: keys do not expire.
 pub fn loading() -> bool {
     LOADING.with(|c| c.get())
+}
+
+/// How keys past their time behave on a replica (Redis's `expireIfNeeded`
+/// with `masterhost` set): the master expires them and sends DELs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplicaExpiry {
+    /// A master: due keys are deleted when looked up.
+    Off,
+    /// A replica: reads treat due keys as missing but leave them in place.
+    Replica,
+    /// A replica running its master's stream: due keys are still there.
+    Applying,
+}
+
+thread_local! {
+    static REPLICA_EXPIRY: std::cell::Cell<ReplicaExpiry> =
+        const { std::cell::Cell::new(ReplicaExpiry::Off) };
+}
+
+/// Sets how due keys behave (see [`ReplicaExpiry`]); the replica side calls it.
+pub fn set_replica_expiry(mode: ReplicaExpiry) {
+    REPLICA_EXPIRY.with(|c| c.set(mode));
+}
+
+/// The current [`ReplicaExpiry`].
+pub fn replica_expiry() -> ReplicaExpiry {
+    REPLICA_EXPIRY.with(|c| c.get())
+}
+
+thread_local! {
+    /// Keys a client of a writable replica gave a TTL: the master never
+    /// expires them, so the replica does (Redis's `slaveKeysWithExpire`).
+    static REPLICA_KEYS: std::cell::RefCell<HashSet<(usize, Box<[u8]>)>> =
+        std::cell::RefCell::new(HashSet::new());
+}
+
+fn remember_replica_key(db: usize, key: &[u8]) {
+    REPLICA_KEYS.with(|s| s.borrow_mut().insert((db, key.into())));
+}
+
+/// Forgets the keys [`expire_replica_keys`] watches (a full sync, a promotion).
+pub fn forget_replica_keys() {
+    REPLICA_KEYS.with(|s| s.borrow_mut().clear());
+}
+
+/// Deletes the keys written with a TTL on this writable replica whose time
+/// has come (Redis's `expireSlaveKeys`); keys gone or without a TTL any
+/// more are forgotten.
+pub fn expire_replica_keys(dbs: &mut [Db]) {
+    REPLICA_KEYS.with(|s| {
+        let now = clock::now_ms();
+        s.borrow_mut().retain(|(db, key)| {
+            let Some(d) = dbs.get_mut(*db) else {
+                return false;
+            };
+            match d.expire_at(key) {
+                Some(at) if at <= now => {
+                    d.delete_expired(key);
+                    false
+                }
+                Some(_) => true,
+                None => false,
+            }
+        })
+    });
+}
+
+/// True while a replica runs its master's stream (Redis's
+/// `server.current_client == server.master`).
+pub fn applying_master() -> bool {
+    replica_expiry() == ReplicaExpiry::Applying
 }
 
 fn now_secs() -> u32 {
@@ -247,7 +318,7 @@ impl Db {
 
     /// Deletes `key` if its time has come; true when it did.
     fn expire_if_needed(&mut self, key: &[u8]) -> bool {
-        if self.expires.is_empty() || loading() {
+        if self.expires.is_empty() || loading() || applying_master() {
             return false;
         }
         match self.expires.get(key) {
@@ -268,6 +339,11 @@ impl Db {
         }
         match self.expires.get(key) {
             Some(&at) if at <= clock::now_ms() => {
+                match replica_expiry() {
+                    ReplicaExpiry::Off => {}
+                    ReplicaExpiry::Replica => return true,
+                    ReplicaExpiry::Applying => return false,
+                }
                 if expiry_held() {
                     return true;
                 }
@@ -409,6 +485,9 @@ impl Db {
         self.index(key);
         if let Some(at) = expire_at {
             self.expires.insert(key, at);
+            if replica_expiry() == ReplicaExpiry::Replica {
+                remember_replica_key(self.id, key);
+            }
         }
     }
 
@@ -561,6 +640,9 @@ impl Db {
     pub fn set_expire(&mut self, key: &[u8], at_ms: i64) {
         debug_assert!(self.keys.contains_key(key));
         self.expires.insert(key, at_ms);
+        if replica_expiry() == ReplicaExpiry::Replica {
+            remember_replica_key(self.id, key);
+        }
     }
 
     /// Removes the expiry; true when there was one.

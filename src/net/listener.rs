@@ -285,6 +285,7 @@ pub async fn run(
         s.tcp_addrs = (s.config.bind.clone(), s.config.port);
     }
     srv.borrow_mut().self_ref = Some(Rc::downgrade(&srv));
+    crate::repl::replica::start_from_config(&mut srv.borrow_mut());
     crate::server::evict::apply_config(&srv.borrow());
     {
         let mut s = srv.borrow_mut();

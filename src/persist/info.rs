@@ -20,7 +20,11 @@ pub fn persistence(srv: &Server, out: &mut String) {
     let snap = &srv.persist.snapshot;
     out.push_str("# Persistence\r\n");
     field!(out, "loading:{}", crate::db::loading() as u8);
-    field!(out, "async_loading:0");
+    field!(
+        out,
+        "async_loading:{}",
+        crate::repl::replica::async_loading(srv) as u8
+    );
     // Reported by the running child through its info pipe.
     let rep = &child.info;
     field!(out, "current_cow_peak:{}", rep.cow_peak);

@@ -30,6 +30,12 @@ pub fn sync(
     if srv.repl.is_replica(client.id) {
         return Ok(());
     }
+    // A replica serves replicas of its own only while its link is up.
+    if super::replica::link_down(srv) {
+        return Err(Error::coded(
+            "NOMASTERLINK Can't SYNC while not connected with my master",
+        ));
+    }
     if !client.reply.buf.is_empty() {
         return Err(Error::msg("SYNC and PSYNC are invalid with pending output"));
     }
@@ -51,6 +57,7 @@ pub fn sync(
         ack_time: crate::clock::unix_now(),
         since: crate::clock::unix_now(),
         via_socket: false,
+        held: None,
     };
     let a = &replica.announce;
     if (a.exclude_data || a.exclude_functions) && !a.capa_eof {
@@ -465,6 +472,13 @@ fn put_online(srv: &mut Server, id: ClientId) {
     };
     r.ack_time = crate::clock::unix_now();
     let name = r.name();
+    if r.via_socket {
+        r.held = Some(pending);
+        log::notice(&format!(
+            "Streamed RDB transfer with replica {name} succeeded (socket). Waiting for REPLCONF ACK from replica to enable streaming"
+        ));
+        return;
+    }
     push(srv, None, id, |c| c.reply.raw(&pending));
     log::notice(&format!("Synchronization with replica {name} succeeded"));
 }
@@ -575,7 +589,13 @@ pub fn distribute(srv: &mut Server, mut current: Option<&mut Client>) {
         .replicas
         .iter_mut()
         .filter_map(|r| match &mut r.state {
-            ReplicaState::Online => Some(r.id),
+            ReplicaState::Online => match &mut r.held {
+                Some(held) => {
+                    held.extend_from_slice(&fresh);
+                    None
+                }
+                None => Some(r.id),
+            },
             ReplicaState::WaitBgsaveEnd { pending } => {
                 if !r.announce.rdb_only {
                     pending.extend_from_slice(&fresh);
@@ -650,6 +670,12 @@ pub fn ack(srv: &mut Server, current: &mut Client, offset: i64) {
         r.ack_offset = offset;
     }
     r.ack_time = now;
+    if let Some(held) = r.held.take() {
+        // Its first ACK: the RDB is loaded, the stream can flow.
+        let name = r.name();
+        current.reply.raw(&held);
+        log::notice(&format!("Synchronization with replica {name} succeeded"));
+    }
     super::wait::acked_by(srv, current);
 }
 

@@ -8,6 +8,7 @@
 
 pub mod backlog;
 pub mod master;
+pub mod replica;
 pub mod wait;
 
 use crate::db::ClientId;
@@ -77,6 +78,11 @@ pub struct Replica {
     pub since: i64,
     /// Its RDB comes through the diskless child's pipe, not the file.
     pub via_socket: bool,
+    /// Online after a diskless transfer: the stream is held here until its
+    /// first ACK, as Redis's `repl_start_cmd_stream_on_ack` (a replica
+    /// looks for the EOF mark at the end of what it reads, so stream bytes
+    /// right behind the mark would hide it).
+    pub held: Option<Vec<u8>>,
 }
 
 impl Replica {
@@ -203,11 +209,8 @@ pub fn info(srv: &crate::server::Server, out: &mut String) {
     use std::fmt::Write;
     let repl = &srv.repl;
     let now = crate::clock::unix_now();
-    let _ = write!(
-        out,
-        "role:master\r\nconnected_slaves:{}\r\n",
-        repl.replicas.len()
-    );
+    replica::info::role_lines(srv, out);
+    let _ = write!(out, "connected_slaves:{}\r\n", repl.replicas.len());
     for (i, r) in repl.replicas.iter().enumerate() {
         let lag = match r.state {
             ReplicaState::Online => now - r.ack_time,

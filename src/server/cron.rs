@@ -33,8 +33,14 @@ pub async fn run(srv: Rc<RefCell<Server>>) {
         let paused = s
             .pause
             .is_some_and(|p| p.until_ms > crate::clock::real_now_us() / 1000);
+        // A replica leaves expiry to its master (its DELs arrive in the
+        // stream), but for keys its own clients gave a TTL.
         if !paused && s.active_expire {
-            active_expire(&mut s, &mut rng);
+            if crate::repl::replica::is_replica(&s) {
+                crate::db::expire_replica_keys(&mut s.ks.dbs);
+            } else {
+                active_expire(&mut s, &mut rng);
+            }
             let lazy = super::lazy_expire(&s);
             s.prop.flush_expired(lazy);
         }

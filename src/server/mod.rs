@@ -92,6 +92,8 @@ pub struct Server {
     pub client_mem: client_mem::Tracked,
     /// What DEBUG's knobs set (CHANGE-REPL-ID, QUICKLIST-PACKED-THRESHOLD, ...).
     pub debug: crate::cmd::server::debug_flags::Knobs,
+    /// The replica side of replication (`crate::repl::replica`).
+    pub replica: crate::repl::replica::Replica,
     /// The test controls' faults and checkpoints (OXIDIS, `cmd::testctl`).
     pub testctl: crate::cmd::testctl::State,
     /// Cluster mode (`cluster-enabled yes`): this node's view of the cluster.
@@ -200,6 +202,7 @@ impl Server {
             acl,
             client_mem: Default::default(),
             debug: Default::default(),
+            replica: Default::default(),
             testctl: Default::default(),
             cluster: None,
         }

@@ -145,6 +145,11 @@ pub struct Propagation {
     pub repl_offset: i64,
     /// Stream bytes not yet handed to the replicas (`repl::master::distribute`).
     pub repl_fresh: Vec<u8>,
+    /// This server is a replica: its replicas and backlog get its master's
+    /// stream as applied (`repl::replica::ids::applied`), and what its own
+    /// commands propagate reaches only its AOF (Redis's
+    /// `replicationFeedSlaves` returns early on a replica).
+    pub from_master: bool,
 }
 
 impl Propagation {
@@ -363,7 +368,9 @@ impl Propagation {
         for t in &self.taps {
             t.push(&out);
         }
-        self.feed_replicas(&out);
+        if !self.from_master {
+            self.feed_replicas(&out);
+        }
         match &mut self.aof {
             Some(sink) if direct => sink.buf = out,
             Some(sink) => {
@@ -389,7 +396,7 @@ impl Propagation {
     /// and REPLCONF GETACK): in whatever database the stream is in, as
     /// Redis feeds them with `slaveseldb`.
     pub fn feed_replicas_only(&mut self, argv: &[&[u8]]) {
-        if self.backlog.is_some() {
+        if self.backlog.is_some() && !self.from_master {
             let resp = encode(argv.iter().copied());
             self.feed_replicas(&resp);
         }

@@ -97,6 +97,20 @@ impl Raw {
         }
     }
 
+    /// Whatever bytes arrive within `wait` (what is buffered first; empty
+    /// when nothing came), without parsing them as replies.
+    pub fn try_read_raw_bytes(&mut self, wait: Duration) -> Vec<u8> {
+        if !self.buf.is_empty() {
+            return std::mem::take(&mut self.buf);
+        }
+        self.s.set_read_timeout(Some(wait)).unwrap();
+        let mut chunk = [0u8; 65536];
+        match self.s.read(&mut chunk) {
+            Ok(n) => chunk[..n].to_vec(),
+            Err(_) => Vec::new(),
+        }
+    }
+
     pub fn read(&mut self) -> Value {
         let raw = self.read_raw();
         parse_value(&raw).unwrap().unwrap().0

@@ -23,8 +23,13 @@ impl Drop for Oxidis {
 impl Oxidis {
     /// Starts one with persistence off and waits until it accepts connections.
     pub fn start() -> Oxidis {
+        Oxidis::start_in(&temp_dir("proc"), &[])
+    }
+
+    /// As [`Oxidis::start`], with `--dir dir` and extra flags after the
+    /// defaults (so they win).
+    pub fn start_in(dir: &std::path::Path, extra: &[&str]) -> Oxidis {
         let port = free_port();
-        let dir = temp_dir("proc");
         let child = Command::new(BIN)
             .args([
                 "--port",
@@ -35,7 +40,8 @@ impl Oxidis {
                 "no",
             ])
             .arg("--dir")
-            .arg(&dir)
+            .arg(dir)
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())

@@ -322,7 +322,12 @@ pub fn describe(c: &Client, current: bool, argv_mem: usize) -> String {
         tot_mem,
         events,
         c.last_cmd,
-        c.user,
+        // The master's client has no user: it may do everything.
+        if c.repl_role == ReplRole::Master {
+            "(superuser)".to_string()
+        } else {
+            c.user.to_string()
+        },
         redir,
         c.reply.resp,
         s(c.lib.as_ref().and_then(|l| l.name.as_deref())),

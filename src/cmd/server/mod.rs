@@ -94,6 +94,9 @@ fn time(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
 /// ```
 /// Array: this server's role, its replication offset, and its replicas.
 fn role(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
+    if crate::repl::replica::info::role(ctx) {
+        return Ok(());
+    }
     crate::repl::role(ctx.srv, &mut ctx.client.reply);
     Ok(())
 }

@@ -383,7 +383,7 @@ pub(super) fn start_feeding(srv: &mut Server) {
 
 /// CONFIG SET appendonly yes (Redis's `startAppendOnly`): a rewrite writes
 /// the first base; commands go to a temp incr file meanwhile.
-fn start_append_only(srv: &mut Server, in_exec: bool) -> Result<(), ()> {
+pub(crate) fn start_append_only(srv: &mut Server, in_exec: bool) -> Result<(), ()> {
     srv.aof.state = State::WaitRewrite;
     if srv.persist.child.active() && !srv.persist.child.is(Kind::Aof) {
         srv.aof.rewrite_scheduled = true;
@@ -408,7 +408,7 @@ fn start_append_only(srv: &mut Server, in_exec: bool) -> Result<(), ()> {
 }
 
 /// CONFIG SET appendonly no (Redis's `stopAppendOnly`).
-fn stop_append_only(srv: &mut Server) {
+pub(crate) fn stop_append_only(srv: &mut Server) {
     super::writer::flush(srv, true);
     srv.aof.close_file();
     srv.aof.state = State::Off;

@@ -28,6 +28,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 pub use bgrewrite::{bgrewriteaof_command, config_changed, cron, rewrite_done};
+pub(crate) use bgrewrite::{start_append_only, stop_append_only};
 pub use group::{before_park, before_reply};
 pub use load::{debug_loadaof, load_at_startup};
 pub use status::{buffer_len, info, write_denied};

@@ -36,6 +36,9 @@ pub struct LoadOptions {
     /// A key or library already there is replaced (DEBUG RELOAD MERGE,
     /// Redis's `RDBFLAGS_ALLOW_DUP`).
     pub allow_dup: bool,
+    /// Keys past their time are kept: a replica's full sync, whose master
+    /// sends their DELs (Redis loads them when it is not a master).
+    pub keep_expired: bool,
 }
 
 /// Bytes gathered before each write to the output.
@@ -429,7 +432,8 @@ fn load_into(
                     };
                     let ex = expire.take();
                     let (i, f) = (idle.take(), freq.take());
-                    if !opts.aof_preamble && ex.is_some_and(|at| at < now_ms) {
+                    if !opts.aof_preamble && !opts.keep_expired && ex.is_some_and(|at| at < now_ms)
+                    {
                         info.expired_skipped += 1;
                         return Ok(());
                     }
