@@ -282,6 +282,38 @@ pub fn good_replicas_suffice(srv: &crate::server::Server) -> bool {
     good >= min
 }
 
+/// Bytes the replicas' output holds on this master: what their connections
+/// have queued or are writing, and the stream waiting for them (INFO
+/// `mem_clients_slaves`; left out of eviction's count as in Redis).
+pub fn replica_buffers(srv: &crate::server::Server) -> u64 {
+    srv.repl
+        .replicas
+        .iter()
+        .map(|r| {
+            let out = srv
+                .clients
+                .get(&r.id)
+                .and_then(|c| {
+                    c.state
+                        .try_borrow()
+                        .ok()
+                        .map(|c| c.reply.buf.len() + c.out_inflight)
+                })
+                .unwrap_or(0);
+            let waiting = match &r.state {
+                ReplicaState::WaitBgsaveEnd { pending } => pending.len(),
+                _ => r.held.as_ref().map_or(0, Vec::len),
+            };
+            (out + waiting) as u64
+        })
+        .sum()
+}
+
+/// The backlog's size (INFO `mem_replication_backlog`).
+pub fn backlog_bytes(srv: &crate::server::Server) -> u64 {
+    srv.prop.backlog.as_ref().map_or(0, |b| b.size() as u64)
+}
+
 /// Forty random hex digits (Redis's `getRandomHexChars`).
 pub fn random_id(rng: &mut crate::server::Rng) -> String {
     (0..40)

@@ -108,11 +108,13 @@ pub enum Outcome {
 }
 
 /// Memory Redis leaves out of the comparison with `maxmemory` (its
-/// `freeMemoryGetNotCountedMemory`): the AOF buffer, which the DELs of
-/// evicted keys would otherwise grow into a feedback loop. Oxidis has no
-/// replica output buffers or backlog.
+/// `freeMemoryGetNotCountedMemory`): the AOF buffer and the replication
+/// buffers (replicas' output and the backlog), which the DELs of evicted
+/// keys would otherwise grow into a feedback loop.
 pub fn not_counted_memory(srv: &Server) -> u64 {
     srv.prop.aof.as_ref().map_or(0, |s| s.buf.capacity() as u64)
+        + crate::repl::replica_buffers(srv)
+        + crate::repl::backlog_bytes(srv)
 }
 
 /// Bytes to free to get back under `maxmemory`; None when within it (or

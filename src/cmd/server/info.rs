@@ -286,13 +286,13 @@ fn memory(srv: &Server, out: &mut String) {
         "mem_not_counted_for_evict:{}",
         crate::server::evict::not_counted_memory(srv)
     );
-    for f in [
-        "mem_replication_backlog:0",
-        "mem_total_replication_buffers:0",
-        "mem_clients_slaves:0",
-    ] {
-        line!(out, "{f}");
-    }
+    let (backlog, replicas) = (
+        crate::repl::backlog_bytes(srv),
+        crate::repl::replica_buffers(srv),
+    );
+    line!(out, "mem_replication_backlog:{backlog}");
+    line!(out, "mem_total_replication_buffers:{}", backlog + replicas);
+    line!(out, "mem_clients_slaves:{replicas}");
     line!(out, "mem_clients_normal:{}", o.clients_normal);
     line!(out, "mem_cluster_links:0");
     line!(out, "mem_aof_buffer:{}", o.aof_buffer);
