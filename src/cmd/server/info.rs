@@ -157,6 +157,11 @@ fn server(srv: &Server, out: &mut String) {
         srv.config.config_file.as_deref().unwrap_or("")
     );
     line!(out, "io_threads_active:0");
+    // While SHUTDOWN waits for lagging replicas: the time it has left.
+    if let Some(deadline) = srv.shutdown_pending.as_ref().and_then(|p| p.deadline_ms) {
+        let left = deadline - crate::clock::real_now_us() / 1000;
+        line!(out, "shutdown_in_milliseconds:{left}");
+    }
 }
 
 /// `uname -s`, `-r`, `-m` from /proc, as Redis's `os:` field shows them.
