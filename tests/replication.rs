@@ -449,3 +449,36 @@ fn after_a_diskless_transfer_the_stream_waits_for_the_first_ack() {
         String::from_utf8_lossy(&r.try_read_raw_bytes(Duration::from_secs(5))).into_owned();
     assert!(stream.contains("SET") || stream.contains("set"), "{stream}");
 }
+
+/// A replica's own command that would be answered is refused as Redis
+/// does: logged, and the replica is disconnected (a reply would land inside
+/// its replication stream).
+#[test]
+fn a_replica_that_asks_for_a_reply_is_dropped() {
+    let master = common::start_with(&["--repl-diskless-sync", "no"]);
+    let mut r = common::Raw::connect(&master);
+    r.send(b"SYNC\r\n");
+    let mut got = Vec::new();
+    while !got.windows(5).any(|w| w == b"REDIS") {
+        let chunk = r.try_read_raw_bytes(Duration::from_secs(10));
+        assert!(!chunk.is_empty(), "no RDB: {got:?}");
+        got.extend_from_slice(&chunk);
+    }
+    r.cmd(&[b"PING"]);
+    assert!(
+        r.closed_within(Duration::from_secs(5)),
+        "the replica is dropped"
+    );
+    let mut c = common::conn(&master);
+    let n: i64 = redis::cmd("INFO")
+        .arg("replication")
+        .query::<String>(&mut c)
+        .unwrap()
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("connected_slaves:")
+                .map(|v| v.trim().parse().unwrap())
+        })
+        .unwrap();
+    assert_eq!(n, 0);
+}

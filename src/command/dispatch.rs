@@ -47,6 +47,7 @@ pub fn dispatch(srv: &mut Server, client: &mut Client, args: &Args) {
     // reply of CLIENT REPLY ON itself is sent); SKIP drops the next reply,
     // unless that next command is CLIENT REPLY ON.
     let mode_before = client.reply_mode;
+    let replica = client.repl_role == crate::server::client::ReplRole::Replica;
     if mode_before == ReplyMode::SkipThis {
         client.reply_mode = ReplyMode::Skipping;
     }
@@ -67,6 +68,9 @@ pub fn dispatch(srv: &mut Server, client: &mut Client, args: &Args) {
     if mode_before != ReplyMode::On {
         end_reply_mode(client, mode_before, start_len);
     }
+    if replica && client.reply.len() > start_len {
+        replica_replied(srv, client, args);
+    }
     crate::server::tracking::after_dispatch(client, args);
     // client-output-buffer-limit on the client's own replies, looked at
     // once they pass the 16 KiB Redis keeps in its fixed reply buffer (a
@@ -75,6 +79,25 @@ pub fn dispatch(srv: &mut Server, client: &mut Client, args: &Args) {
         crate::server::pubsub::check_output_limit(srv, client);
     }
     crate::server::client_mem::update_if_limited(srv, client);
+}
+
+/// A replica's command produced a reply, which would land in its
+/// replication link: Redis logs it and drops the replica
+/// (`logInvalidUseAndFreeClientAsync`).
+#[cold]
+fn replica_replied(srv: &Server, client: &mut Client, args: &Args) {
+    let name = crate::command::gate::resolve(&srv.config.names, args).map_or_else(
+        |_| String::from_utf8_lossy(args.at(0)).into_owned(),
+        |c| c.spec.full_name().to_string(),
+    );
+    crate::log::warning(&format!(
+        "Replica generated a reply to command '{name}', disconnecting it: {}",
+        crate::cmd::server::client::describe(client, true, 0)
+    ));
+    if let Some(cell) = srv.clients.get(&client.id) {
+        cell.kill.set(true);
+    }
+    client.close_after_reply = true;
 }
 
 /// After a command run with replies off or skipped: drops its reply unless
