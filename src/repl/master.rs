@@ -58,6 +58,7 @@ pub fn sync(
         since: crate::clock::unix_now(),
         via_socket: false,
         held: None,
+        acked_early: false,
     };
     let a = &replica.announce;
     if (a.exclude_data || a.exclude_functions) && !a.capa_eof {
@@ -472,7 +473,7 @@ fn put_online(srv: &mut Server, id: ClientId) {
     };
     r.ack_time = crate::clock::unix_now();
     let name = r.name();
-    if r.via_socket {
+    if r.via_socket && !r.acked_early {
         r.held = Some(pending);
         log::notice(&format!(
             "Streamed RDB transfer with replica {name} succeeded (socket). Waiting for REPLCONF ACK from replica to enable streaming"
@@ -580,6 +581,7 @@ pub fn rdb_done(srv: &mut Server, ok: bool) {
 /// ones get it now, ones waiting for their RDB keep it for later.
 /// `current` is the client whose turn it is (its state is borrowed).
 pub fn distribute(srv: &mut Server, mut current: Option<&mut Client>) {
+    release_held(srv);
     if srv.prop.repl_fresh.is_empty() {
         return;
     }
@@ -623,6 +625,23 @@ pub async fn feeder(srv: std::rc::Rc<std::cell::RefCell<Server>>) {
     loop {
         feed.notified().await;
         distribute(&mut srv.borrow_mut(), None);
+    }
+}
+
+/// Replicas that ACKed after a diskless transfer get the stream held for
+/// them, and from now on the stream as it comes.
+fn release_held(srv: &mut Server) {
+    for i in 0..srv.repl.replicas.len() {
+        let r = &mut srv.repl.replicas[i];
+        if !r.acked_early {
+            continue;
+        }
+        let Some(held) = r.held.take() else {
+            continue;
+        };
+        let (id, name) = (r.id, r.name());
+        push(srv, None, id, |c| c.reply.raw(&held));
+        log::notice(&format!("Synchronization with replica {name} succeeded"));
     }
 }
 
@@ -670,11 +689,17 @@ pub fn ack(srv: &mut Server, current: &mut Client, offset: i64) {
         r.ack_offset = offset;
     }
     r.ack_time = now;
-    if let Some(held) = r.held.take() {
-        // Its first ACK: the RDB is loaded, the stream can flow.
-        let name = r.name();
-        current.reply.raw(&held);
-        log::notice(&format!("Synchronization with replica {name} succeeded"));
+    if matches!(r.state, ReplicaState::WaitBgsaveEnd { .. }) && r.via_socket {
+        // The ACK came before the pipe's end was seen (Redis checks the
+        // child here for the same race): its stream will not be held.
+        r.acked_early = true;
+    }
+    if r.held.is_some() {
+        // Its first ACK: the RDB is loaded, the stream can flow. The feeder
+        // sends what was held (not this command's reply, which a replica's
+        // command must not have).
+        r.acked_early = true;
+        srv.repl.feed.notify_one();
     }
     super::wait::acked_by(srv, current);
 }

@@ -83,6 +83,10 @@ pub struct Replica {
     /// looks for the EOF mark at the end of what it reads, so stream bytes
     /// right behind the mark would hide it).
     pub held: Option<Vec<u8>>,
+    /// It ACKed since its diskless transfer began: the stream held for it
+    /// goes out (or, when the ACK came before the pipe's end was seen,
+    /// nothing is held at all).
+    pub acked_early: bool,
 }
 
 impl Replica {
