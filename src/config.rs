@@ -178,6 +178,11 @@ pub struct Config {
     pub acl_users: Vec<Vec<Vec<u8>>>,
     /// Absolute path of the config file the server started with (CONFIG REWRITE target).
     pub config_file: Option<String>,
+    /// Setting `dir` also changes the process's working directory, as Redis's
+    /// `chdir`. Only the process's own server (`run_main`) does: in-process
+    /// servers share one working directory, so every file they touch goes
+    /// through [`Config::path`] instead.
+    pub chdir: bool,
     /// A `save` line was seen while loading (later ones add to it, as in Redis).
     save_seen: bool,
     pub port: u16,
@@ -263,6 +268,7 @@ impl Default for Config {
             loadmodules: Vec::new(),
             module_configs: false,
             config_file: None,
+            chdir: false,
             save_seen: false,
             port: 6379,
             bind: Vec::new(),
@@ -404,6 +410,12 @@ impl Config {
         self.values.get(prm.name).map(|s| s.as_slice())
     }
 
+    /// `name` relative to `dir` (an absolute `name` stays as it is): where
+    /// Redis, running in `dir`, would find the file.
+    pub fn path(&self, name: impl AsRef<std::path::Path>) -> std::path::PathBuf {
+        bytes_path(self.get_bytes("dir").unwrap_or(b".")).join(name)
+    }
+
     /// All parameters with their values (for CONFIG GET patterns).
     pub fn all(&self) -> impl Iterator<Item = (&'static Param, &[u8])> {
         PARAMS.iter().map(move |p| {
@@ -427,10 +439,20 @@ impl Config {
             canonical = hz.unwrap_or(10).clamp(1, 500).to_string().into_bytes();
         }
         if prm.name == "dir" {
-            std::env::set_current_dir(bytes_path(&canonical)).map_err(|e| os_error(&e))?;
-            if let Ok(cwd) = std::env::current_dir() {
-                canonical = path_bytes(&cwd);
+            // Relative to the current `dir`, as a chdir would take it (and
+            // as chdir(""), an empty path names nothing).
+            if canonical.is_empty() {
+                return Err(os_error(&std::io::Error::from_raw_os_error(2)));
             }
+            let dir = std::fs::canonicalize(self.path(bytes_path(&canonical)))
+                .map_err(|e| os_error(&e))?;
+            if !dir.is_dir() {
+                return Err(os_error(&std::io::Error::from_raw_os_error(20)));
+            }
+            if self.chdir {
+                std::env::set_current_dir(&dir).map_err(|e| os_error(&e))?;
+            }
+            canonical = path_bytes(&dir);
         }
         self.values.insert(prm.name, canonical);
         self.apply(prm.name);

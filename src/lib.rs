@@ -224,8 +224,14 @@ fn run_on_thread(
 
 /// Runs `oxidis-server` as a process: logs like redis-server, handles
 /// SIGTERM/SIGINT, and returns when the server shuts down.
-pub fn run_main(config: Config) -> std::io::Result<()> {
+pub fn run_main(mut config: Config) -> std::io::Result<()> {
     cmd::server::debug_restart::allow();
+    // The process runs in `dir` as Redis does (relative `logfile`, `pidfile`
+    // and `unixsocket` are found there), and follows later CONFIG SET dir.
+    config.chdir = true;
+    if let Some(dir) = config.get_bytes("dir") {
+        std::env::set_current_dir(config::bytes_path(dir))?;
+    }
     log::configure(config.loglevel, config.logfile.clone());
     log::notice("oO0OoO0OoO0Oo Oxidis is starting oO0OoO0OoO0Oo");
     log::notice(&format!(

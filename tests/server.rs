@@ -634,3 +634,45 @@ fn latency_monitor_and_histogram() {
         "{bounds:?}"
     );
 }
+
+/// Servers started in-process share the process's working directory, so
+/// `dir` must not move it: each server's files land in its own `dir`
+/// (relative CONFIG SET dir taken from the server's current one, as Redis's
+/// chdir takes it), and the process stays where it was (a test that spawns
+/// a program from a removed directory gets ENOENT).
+#[test]
+fn in_process_servers_keep_their_own_dir() {
+    let cwd = std::env::current_dir().unwrap();
+    let a_dir = common::real_redis::temp_dir("dir-a");
+    let b_dir = common::real_redis::temp_dir("dir-b");
+    std::fs::create_dir(b_dir.join("sub")).unwrap();
+    let flags = |d: &std::path::Path| {
+        vec![
+            "--dir".to_string(),
+            d.display().to_string(),
+            "--enable-protected-configs".into(),
+            "yes".into(),
+        ]
+    };
+    let fa = flags(&a_dir);
+    let fb = flags(&b_dir);
+    let a = start_with(&fa.iter().map(String::as_str).collect::<Vec<_>>());
+    let b = start_with(&fb.iter().map(String::as_str).collect::<Vec<_>>());
+    let (mut ca, mut cb) = (Raw::connect(&a), Raw::connect(&b));
+    assert_eq!(
+        cmd(&mut cb, &["CONFIG", "SET", "dir", "sub"]),
+        Value::Simple(b"OK".to_vec())
+    );
+    let got = cmd(&mut cb, &["CONFIG", "GET", "dir"]);
+    let Value::Array(items) = got else {
+        panic!("{got:?}")
+    };
+    let sub = std::fs::canonicalize(b_dir.join("sub")).unwrap();
+    assert_eq!(bulk(&items[1]), sub.display().to_string());
+    assert_eq!(cmd(&mut ca, &["SAVE"]), Value::Simple(b"OK".to_vec()));
+    assert_eq!(cmd(&mut cb, &["SAVE"]), Value::Simple(b"OK".to_vec()));
+    assert!(a_dir.join("dump.rdb").is_file());
+    assert!(b_dir.join("sub/dump.rdb").is_file());
+    assert!(!b_dir.join("dump.rdb").exists());
+    assert_eq!(std::env::current_dir().unwrap(), cwd);
+}

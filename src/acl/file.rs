@@ -83,7 +83,7 @@ pub fn load_at_startup(srv: &mut Server) -> Result<(), String> {
         store(&mut srv.acl, u);
     }
     if !aclfile.is_empty() {
-        let users = parse_file(&aclfile, allchannels)
+        let users = parse_file(&srv.config, &aclfile, allchannels)
             .map_err(|e| format!("Aborting Redis startup because of ACL errors: {e}"))?;
         install(&mut srv.acl, users, allchannels);
     }
@@ -103,7 +103,7 @@ fn store(acl: &mut Acl, u: User) {
 /// disconnected, as Redis frees the old users.
 pub fn load(srv: &mut Server, current: &mut Client, path: &str) -> Result<(), String> {
     let allchannels = pubsub_default(&srv.config);
-    let users = parse_file(path, allchannels)?;
+    let users = parse_file(&srv.config, path, allchannels)?;
     let old = install(&mut srv.acl, users, allchannels);
     for name in old {
         super::clients::kill_user_clients(srv, current, &name);
@@ -123,8 +123,13 @@ fn install(acl: &mut Acl, mut users: BTreeMap<String, User>, allchannels: bool) 
 
 /// Reads an ACL file (Redis's `ACLLoadFromFile`): every line checked, all
 /// errors reported in one message.
-fn parse_file(path: &str, allchannels: bool) -> Result<BTreeMap<String, User>, String> {
-    let text = std::fs::read(path).map_err(|e| {
+/// `path` is as configured (the errors name it so), found relative to `dir`.
+fn parse_file(
+    config: &crate::Config,
+    path: &str,
+    allchannels: bool,
+) -> Result<BTreeMap<String, User>, String> {
+    let text = std::fs::read(config.path(path)).map_err(|e| {
         format!(
             "Error loading ACLs, opening file '{path}': {}",
             crate::config::os_error(&e)
@@ -209,17 +214,18 @@ fn trim<'a>(s: &'a [u8], set: &[u8]) -> &'a [u8] {
 
 /// ACL SAVE: every user as a `user` line, written to a temporary file and
 /// renamed over `path`.
-pub fn save(acl: &Acl, path: &str) -> std::io::Result<()> {
+pub fn save(acl: &Acl, path: &std::path::Path) -> std::io::Result<()> {
     let mut text = Vec::new();
     for u in acl.all() {
         text.extend_from_slice(&crate::cmd::acl::user_line(u));
         text.push(b'\n');
     }
-    let tmp = format!(
-        "{path}.tmp-{}-{}",
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(
+        ".tmp-{}-{}",
         std::process::id(),
         crate::clock::real_now_us() / 1000
-    );
+    ));
     let written = std::fs::write(&tmp, &text).and_then(|()| std::fs::rename(&tmp, path));
     if written.is_err() {
         let _ = std::fs::remove_file(&tmp);

@@ -10,7 +10,7 @@ use super::Cluster;
 /// `cluster-config-file`, relative to `dir` (Redis runs in `dir`).
 pub fn path(config: &crate::Config) -> PathBuf {
     let file = config.get("cluster-config-file").unwrap_or("nodes.conf");
-    PathBuf::from(config.get("dir").unwrap_or(".")).join(file)
+    config.path(file)
 }
 
 /// One node's line (Redis's `clusterGenNodeDescription`), without the newline.

@@ -64,18 +64,14 @@ fn unix_now() -> i64 {
     crate::clock::real_now_us() / 1_000_000
 }
 
-/// The configured `dir`.
-pub fn dir(srv: &Server) -> PathBuf {
-    PathBuf::from(srv.config.get("dir").unwrap_or("."))
-}
-
 /// `dir`/`dbfilename`.
 pub fn rdb_path(srv: &Server) -> PathBuf {
-    dir(srv).join(srv.config.get("dbfilename").unwrap_or("dump.rdb"))
+    srv.config
+        .path(srv.config.get("dbfilename").unwrap_or("dump.rdb"))
 }
 
 pub fn temp_path(srv: &Server, pid: u32) -> PathBuf {
-    dir(srv).join(format!("temp-{pid}.rdb"))
+    srv.config.path(format!("temp-{pid}.rdb"))
 }
 
 /// The save points (`save` config): (seconds, changes) pairs.
@@ -210,10 +206,8 @@ pub fn bgsave(srv: &mut Server) -> Result<(), Failed> {
     snap.dirty_before_bgsave = srv.ks.dirty;
     snap.last_bgsave_try = unix_now();
     let path = rdb_path(srv);
-    let dir = dir(srv);
     let spawned = child::spawn(srv, Kind::Rdb, move |srv| {
-        let tmp = dir.join(format!("temp-{}.rdb", std::process::id()));
-        write_file(srv, &path, &tmp)
+        write_file(srv, &path, &temp_path(srv, std::process::id()))
     });
     match spawned {
         Ok(pid) => {

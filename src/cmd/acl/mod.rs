@@ -197,7 +197,7 @@ fn load(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
 /// `OK`: every user written to `aclfile`.
 fn save(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
     let path = aclfile(ctx)?;
-    if let Err(e) = crate::acl::file::save(&ctx.srv.acl, &path) {
+    if let Err(e) = crate::acl::file::save(&ctx.srv.acl, &ctx.srv.config.path(&path)) {
         crate::log::warning(&format!("Saving the ACL file {path}: {e}"));
         return Err(Error::msg("There was an error trying to save the ACLs. Please check the server logs for more information"));
     }

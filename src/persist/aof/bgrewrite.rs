@@ -1,7 +1,5 @@
 //! BGREWRITEAOF the Redis 7 way (a new incr file at the start, a new base from the rewrite, the manifest switched atomically at the end), the automatic rewrite, and `appendonly` turned on and off.
 
-use std::path::Path;
-
 use super::feed::Sink;
 use super::{load, manifest, now_secs, Aof, State};
 use crate::error::{CmdResult, Error};
@@ -136,7 +134,7 @@ pub fn rewrite_background(srv: &mut Server) -> Result<(), ()> {
     let rdb = srv.config.get("aof-use-rdb-preamble") == Some("yes");
     let spawned = child::spawn(srv, Kind::Aof, move |srv| {
         let tmp = temp_base_name(std::process::id() as i32);
-        match super::rewrite::write_base(srv, Path::new(&tmp), rdb) {
+        match super::rewrite::write_base(srv, &srv.aof.workdir.join(&tmp), rdb) {
             Ok(()) => {
                 crate::log::notice(&format!(
                     "Successfully created the temporary AOF base file {tmp}"
@@ -226,14 +224,14 @@ pub(super) fn kill_child(srv: &mut Server) {
     };
     crate::log::notice(&format!("Killing running AOF rewrite child: {}", c.pid));
     child::kill(srv);
-    remove_temp_files(c.pid);
+    remove_temp_files(&srv.aof, c.pid);
     srv.aof.rewrite_time_start = -1;
 }
 
 /// Redis's `aofRemoveTempFile`.
-fn remove_temp_files(pid: i32) {
-    let _ = std::fs::remove_file(temp_base_name(pid));
-    let _ = std::fs::remove_file(format!("temp-rewriteaof-{pid}.aof"));
+fn remove_temp_files(aof: &Aof, pid: i32) {
+    let _ = std::fs::remove_file(aof.workdir.join(temp_base_name(pid)));
+    let _ = std::fs::remove_file(aof.workdir.join(format!("temp-rewriteaof-{pid}.aof")));
 }
 
 fn temp_incr_name(aof: &Aof) -> String {
@@ -276,7 +274,7 @@ pub fn rewrite_done(srv: &mut Server, exit: Exit) {
         srv.aof.rewrite_failures += 1;
         crate::log::warning("Background AOF rewrite terminated with error");
     }
-    remove_temp_files(child.pid);
+    remove_temp_files(&srv.aof, child.pid);
     if srv.aof.state == State::WaitRewrite {
         // Nothing of what was collected is kept: the next rewrite starts over.
         if let Some(sink) = srv.prop.aof.as_mut() {
@@ -301,7 +299,7 @@ fn install(aof: &mut Aof, tmp: &str, rdb: bool) -> Result<(), ()> {
     let mut m = aof.manifest.clone();
     let base = m.new_base(&aof.filename, rdb);
     let base_path = aof.path(&base);
-    if let Err(e) = std::fs::rename(tmp, &base_path) {
+    if let Err(e) = std::fs::rename(aof.workdir.join(tmp), &base_path) {
         crate::log::warning(&format!(
             "Error trying to rename the temporary AOF base file {tmp} into {}: {}",
             base_path.display(),

@@ -177,14 +177,14 @@ fn upgrade_if_needed(aof: &mut Aof) -> Result<(), ()> {
             crate::log::warning(&format!(
                 "Error trying to move the old AOF file {} into dir {}: {}",
                 aof.filename,
-                aof.dirname.display(),
+                aof.dirname_shown(),
                 manifest::os(&e)
             ))
         })?;
         crate::log::notice(&format!(
             "Successfully migrated an old-style AOF file ({}) into the AOF directory ({}).",
             aof.filename,
-            aof.dirname.display()
+            aof.dirname_shown()
         ));
     }
     Ok(())
@@ -198,7 +198,7 @@ pub(super) fn create_dir(aof: &Aof) -> Result<(), ()> {
         Err(e) => {
             crate::log::warning(&format!(
                 "Can't open or create append-only dir {}: {}",
-                aof.dirname.display(),
+                aof.dirname_shown(),
                 manifest::os(&e)
             ));
             Err(())

@@ -68,7 +68,9 @@ pub struct Aof {
     pub state: State,
     pub fsync: Fsync,
     pub manifest: Manifest,
-    /// `appenddirname` and `appendfilename` (both immutable), relative to `dir`.
+    /// `dir` as the AOF was loaded: rewrite temp files go there.
+    pub workdir: PathBuf,
+    /// `appenddirname` (within `workdir`) and `appendfilename`, both immutable.
     pub dirname: PathBuf,
     pub filename: String,
     /// The incr file being appended to.
@@ -122,6 +124,7 @@ impl Default for Aof {
             state: State::Off,
             fsync: Fsync::Everysec,
             manifest: Manifest::default(),
+            workdir: PathBuf::from("."),
             dirname: PathBuf::from("appendonlydir"),
             filename: "appendonly.aof".into(),
             file: None,
@@ -158,7 +161,8 @@ impl Aof {
     pub fn configure(&mut self, cfg: &crate::config::Config) {
         let text =
             |n: &str| String::from_utf8_lossy(cfg.get_bytes(n).unwrap_or_default()).into_owned();
-        self.dirname = PathBuf::from(text("appenddirname"));
+        self.workdir = cfg.path("");
+        self.dirname = cfg.path(text("appenddirname"));
         self.filename = text("appendfilename");
         self.fsync = Fsync::from_config(cfg);
         self.disable_auto_gc = cfg.get("aof-disable-auto-gc") == Some("yes");
@@ -167,6 +171,14 @@ impl Aof {
     /// Bytes in the incr file being appended to.
     fn incr_size(&self) -> u64 {
         self.last_incr_size
+    }
+
+    /// `appenddirname` as configured (a plain name, Redis refuses paths), for log lines.
+    pub fn dirname_shown(&self) -> std::borrow::Cow<'_, str> {
+        self.dirname
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
     }
 
     /// A file of the AOF directory.

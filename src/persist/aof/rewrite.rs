@@ -11,10 +11,10 @@ use crate::types::set::Member;
 pub const ITEMS_PER_CMD: usize = 64;
 
 /// Writes a base file at `target`: through `temp-rewriteaof-<pid>.aof` in
-/// the working directory, fsynced, then renamed (Redis's
+/// `dir`, fsynced, then renamed (Redis's
 /// `rewriteAppendOnlyFile`). The error is what Redis logs.
 pub fn write_base(srv: &Server, target: &Path, rdb_preamble: bool) -> Result<(), String> {
-    let tmp = format!("temp-rewriteaof-{}.aof", std::process::id());
+    let tmp = (srv.aof.workdir).join(format!("temp-rewriteaof-{}.aof", std::process::id()));
     let result = (|| -> io::Result<()> {
         let f = std::fs::File::create(&tmp)?;
         let mut w = BufWriter::with_capacity(64 * 1024, &f);

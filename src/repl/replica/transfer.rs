@@ -121,7 +121,7 @@ pub(super) async fn run(
         }
     }
     let mut sink = if disk_load {
-        let dir = crate::persist::snapshot::dir(&srv.borrow());
+        let dir = srv.borrow().config.path("");
         let name = format!(
             "temp-{}.{}.rdb",
             crate::clock::real_now_us() / 1_000_000,
