@@ -286,9 +286,10 @@ pub fn good_replicas_suffice(srv: &crate::server::Server) -> bool {
     good >= min
 }
 
-/// Bytes the replicas' output holds on this master: what their connections
-/// have queued or are writing, and the stream waiting for them (INFO
-/// `mem_clients_slaves`; left out of eviction's count as in Redis).
+/// Memory the replicas' clients hold on this master, allocated sizes as the
+/// allocator counts them in `used_memory`: their connections' buffers and
+/// the stream waiting for them (INFO `mem_clients_slaves`; left out of
+/// eviction's count as in Redis).
 pub fn replica_buffers(srv: &crate::server::Server) -> u64 {
     srv.repl
         .replicas
@@ -298,16 +299,15 @@ pub fn replica_buffers(srv: &crate::server::Server) -> u64 {
                 .clients
                 .get(&r.id)
                 .and_then(|c| {
-                    c.state
-                        .try_borrow()
-                        .ok()
-                        .map(|c| c.reply.buf.len() + c.out_inflight)
+                    let c = c.state.try_borrow().ok()?;
+                    Some(crate::server::client_mem::usage(&c, 0))
                 })
                 .unwrap_or(0);
             let waiting = match &r.state {
-                ReplicaState::WaitBgsaveEnd { pending } => pending.len(),
-                _ => r.held.as_ref().map_or(0, Vec::len),
+                ReplicaState::WaitBgsaveEnd { pending } => pending.capacity(),
+                _ => r.held.as_ref().map_or(0, Vec::capacity),
             };
+            let waiting = crate::server::alloc::block_size(waiting);
             (out + waiting) as u64
         })
         .sum()

@@ -62,6 +62,20 @@ mod inner {
 /// Name of the allocator as INFO's `mem_allocator` shows it.
 pub const ALLOCATOR: &str = inner::NAME;
 
+/// What a block of `n` bytes holds as `used_memory` counts it (its size
+/// class under jemalloc), for buffers whose memory is reported apart from
+/// it: a count of capacities alone falls short by up to a quarter, which
+/// eviction would take for growth of the dataset. The other allocators'
+/// classes are read from the block itself; `n` stands for them here.
+#[inline]
+pub fn block_size(n: usize) -> usize {
+    if n == 0 || !cfg!(feature = "alloc-jemalloc") {
+        n
+    } else {
+        size_class(n)
+    }
+}
+
 /// Size class of a request in jemalloc's scheme (also MEMORY USAGE's
 /// estimate of what Redis allocates): 8, 16-byte steps to 128, then four
 /// classes per doubling.

@@ -38,8 +38,9 @@ const PER_PREFIX: usize = 32;
 /// The server's running count of client memory.
 #[derive(Default)]
 pub struct Tracked {
-    /// Sum of the clients' `mem_usage` (every client is of Redis's normal
-    /// or pub/sub class: Oxidis has no replica or master links).
+    /// Sum of the clients' `mem_usage`: Redis's normal and pub/sub classes
+    /// only (replica and master links count nothing here and are never
+    /// evicted, as Redis's `clientEvictionAllowed`).
     pub total: u64,
     /// The limit in bytes now, 0 when client eviction is off.
     pub limit: u64,
@@ -117,10 +118,11 @@ pub fn multi_mem(c: &Client) -> usize {
 pub fn usage(c: &Client, argv_mem: usize) -> usize {
     let subs = c.channels.len() + c.patterns.len() + c.shard_channels.len();
     let prefixes = c.tracking.as_ref().map_or(0, |t| t.prefixes.len());
+    use super::alloc::block_size;
     size_of::<ClientCell>()
-        + c.qbuf_cap
-        + c.reply.buf.capacity()
-        + c.out_inflight
+        + block_size(c.qbuf_cap)
+        + block_size(c.reply.buf.capacity())
+        + block_size(c.out_inflight)
         + argv_mem
         + multi_mem(c)
         + subs * PER_SUBSCRIPTION
@@ -137,7 +139,8 @@ pub fn update(srv: &mut Server, c: &mut Client) {
 /// Puts `now` in the total in place of the client's last count; a client on
 /// its way out counts nothing.
 fn set_usage(srv: &mut Server, c: &mut Client, now: usize) {
-    let now = if c.close_after_reply { 0 } else { now };
+    let link = c.repl_role != super::client::ReplRole::None;
+    let now = if c.close_after_reply || link { 0 } else { now };
     let t = &mut srv.client_mem.total;
     *t = t.saturating_sub(c.mem_usage as u64) + now as u64;
     c.mem_usage = now;
@@ -187,7 +190,9 @@ pub fn evict(srv: &mut Server, current: &mut Client) -> bool {
 #[cold]
 #[inline(never)]
 fn evict_over_limit(srv: &mut Server, current: &mut Client) -> bool {
-    let evictable = |c: &Client| !c.no_evict && !c.close_after_reply;
+    let evictable = |c: &Client| {
+        !c.no_evict && !c.close_after_reply && c.repl_role == super::client::ReplRole::None
+    };
     // (memory, id): the largest first, the oldest first among equals.
     let mut candidates: Vec<(usize, ClientId)> = Vec::new();
     for (&id, cell) in &srv.clients {

@@ -112,9 +112,10 @@ pub enum Outcome {
 /// buffers (replicas' output and the backlog), which the DELs of evicted
 /// keys would otherwise grow into a feedback loop.
 pub fn not_counted_memory(srv: &Server) -> u64 {
-    srv.prop.aof.as_ref().map_or(0, |s| s.buf.capacity() as u64)
-        + crate::repl::replica_buffers(srv)
-        + crate::repl::backlog_bytes(srv)
+    use super::alloc::block_size;
+    let aof = srv.prop.aof.as_ref().map_or(0, |s| s.buf.capacity());
+    let backlog = crate::repl::backlog_bytes(srv) as usize;
+    (block_size(aof) + block_size(backlog)) as u64 + crate::repl::replica_buffers(srv)
 }
 
 /// Bytes to free to get back under `maxmemory`; None when within it (or

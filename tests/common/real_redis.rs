@@ -170,6 +170,11 @@ impl RedisServer {
     }
 
     /// A blocking `redis` crate connection.
+    /// The server's process id (to stop and continue it with signals).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn conn(&self) -> redis::Connection {
         redis::Client::open(self.url())
             .unwrap()

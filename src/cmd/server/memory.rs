@@ -73,10 +73,12 @@ impl Overhead {
         let startup = mem::startup();
         // Counted now (Redis reads its running count, current to the
         // second: a buffer freed since would still show).
+        // Replicas are counted apart (`mem_clients_slaves`), as in Redis.
         let clients_normal: u64 = srv
             .clients
             .values()
             .map(|cell| match cell.state.try_borrow() {
+                Ok(c) if c.repl_role == crate::server::client::ReplRole::Replica => 0,
                 Ok(c) => crate::server::client_mem::usage(&c, 0) as u64,
                 // The client running this command: its state, buffers aside.
                 Err(_) => std::mem::size_of::<crate::server::client::ClientCell>() as u64,
