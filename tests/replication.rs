@@ -568,6 +568,67 @@ fn stalled_replica_evicts_nothing(m: &mut Connection, port: u16) {
 fn a_stalled_replica_evicts_nothing_as_redis() {
     let redis_master = RedisServer::start();
     stalled_replica_evicts_nothing(&mut redis_master.conn(), redis_master.port);
-    let master = common::start_with(&[]);
-    stalled_replica_evicts_nothing(&mut common::conn(&master), master.addr().port());
+    // A process of its own: `used_memory` counts the whole process, which
+    // in-process servers of other tests share.
+    let port = common::real_redis::free_port();
+    let mut master = spawn_binary(port, &temp_dir("stalled"), &[]);
+    let mut m = redis::Client::open(format!("redis://127.0.0.1:{port}"))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    stalled_replica_evicts_nothing(&mut m, port);
+    let _ = master.kill();
+    let _ = master.wait();
+}
+
+/// `client-output-buffer-limit replica`: a replica that stopped reading is
+/// cut off once the stream waiting for it passes the hard limit, on a real
+/// redis-server master and on Oxidis alike; a limit under
+/// `repl-backlog-size` counts as the backlog's size, so the same load with
+/// a backlog larger than it keeps the replica.
+fn stopped_replica_is_cut_off(m: &mut Connection, port: u16, backlog: &str) -> i64 {
+    for (k, v) in [
+        ("client-output-buffer-limit", "replica 1mb 0 0"),
+        ("repl-backlog-size", backlog),
+    ] {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg(k)
+            .arg(v)
+            .query(m)
+            .unwrap();
+    }
+    let (replica, _r) = redis_replica_of(port, &[]);
+    signal(replica.pid(), "-STOP");
+    let value = "v".repeat(256 * 1024);
+    for i in 0..64 {
+        let _: () = redis::cmd("SET")
+            .arg(format!("k{i}"))
+            .arg(&value)
+            .query(m)
+            .unwrap();
+    }
+    // Past the soft/hard check of the cron as well as the write path.
+    std::thread::sleep(Duration::from_millis(1200));
+    let _: () = redis::cmd("SET").arg("last").arg(1).query(m).unwrap();
+    let connected = info_int(m, "replication", "connected_slaves");
+    signal(replica.pid(), "-CONT");
+    connected
+}
+
+#[test]
+fn a_replica_over_its_output_limit_is_closed_as_redis() {
+    for backlog in ["1mb", "64mb"] {
+        let redis_master = RedisServer::start();
+        let want = stopped_replica_is_cut_off(&mut redis_master.conn(), redis_master.port, backlog);
+        let master = common::start_with(&[]);
+        let got =
+            stopped_replica_is_cut_off(&mut common::conn(&master), master.addr().port(), backlog);
+        assert_eq!(
+            got, want,
+            "connected_slaves with repl-backlog-size {backlog}"
+        );
+        // Redis itself: cut off under the small backlog, kept under the large.
+        assert_eq!(want, i64::from(backlog == "64mb"));
+    }
 }

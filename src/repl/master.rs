@@ -59,6 +59,8 @@ pub fn sync(
         via_socket: false,
         held: None,
         acked_early: false,
+        rdb_end: 0,
+        obuf_soft_since: None,
     };
     let a = &replica.announce;
     if (a.exclude_data || a.exclude_functions) && !a.capa_eof {
@@ -471,6 +473,10 @@ fn put_online(srv: &mut Server, id: ClientId) {
         ReplicaState::WaitBgsaveEnd { pending } => pending,
         _ => Vec::new(),
     };
+    // All its connection holds now is its RDB: the stream follows.
+    if let Some(Ok(c)) = srv.clients.get(&id).map(|cell| cell.state.try_borrow()) {
+        super::obuf::mark_rdb_end(r, &c);
+    }
     r.ack_time = crate::clock::unix_now();
     let name = r.name();
     if r.via_socket && !r.acked_early {
@@ -613,6 +619,7 @@ pub fn distribute(srv: &mut Server, mut current: Option<&mut Client>) {
     let mut fresh = fresh;
     fresh.clear();
     srv.prop.repl_fresh = fresh;
+    super::obuf::check_all(srv, current);
 }
 
 /// The task that hands the stream to the replicas: woken when a
@@ -740,6 +747,7 @@ pub fn cron(srv: &mut Server) {
                 _ => {}
             }
         }
+        super::obuf::check_all(srv, None);
         for id in dropped {
             kill(srv, id);
         }

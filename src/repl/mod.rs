@@ -8,6 +8,7 @@
 
 pub mod backlog;
 pub mod master;
+pub mod obuf;
 pub mod replica;
 pub mod wait;
 
@@ -87,6 +88,11 @@ pub struct Replica {
     /// goes out (or, when the ACK came before the pipe's end was seen,
     /// nothing is held at all).
     pub acked_early: bool,
+    /// Its connection's output count (sent and queued) where the RDB
+    /// payload ends: what is queued beyond it is stream (see `obuf`).
+    pub rdb_end: u64,
+    /// Unix seconds since its stream first passed the soft output limit.
+    pub obuf_soft_since: Option<i64>,
 }
 
 impl Replica {
