@@ -395,10 +395,25 @@ fn redis_and_oxidis_load_each_others_aof() {
 
 /// Run the same steps on both: the same file names, manifest and incr bytes.
 fn same_files_as_redis(extra: &[&str], steps: &[&[&str]]) {
+    same_files_as_redis_with(extra, steps, false)
+}
+
+/// [`same_files_as_redis`], with a replica (a raw SYNC connection) attached
+/// first when `replica`: its stream must not change the AOF's.
+fn same_files_as_redis_with(extra: &[&str], steps: &[&[&str]], replica: bool) {
     let mut seen = Vec::new();
     for bin in [REDIS, OXIDIS] {
         let dir = tmpdir("names");
         let s = start(bin, &dir, extra);
+        let _replica = replica.then(|| {
+            use std::io::{Read, Write};
+            let mut r = std::net::TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+            r.write_all(b"SYNC\r\n").unwrap();
+            // The RDB's `$<len>` line (newlines may come first).
+            let mut b = [0u8; 1];
+            while r.read(&mut b).unwrap() == 1 && b[0] != b'$' {}
+            r
+        });
         let mut c = s.conn();
         for w in steps {
             s.cmd(&mut c, w);
@@ -464,6 +479,35 @@ fn file_names_and_manifest_match_redis() {
         ],
         &[&["SET", "a", "1"], &["BGREWRITEAOF"], &["SET", "b", "2"]],
     );
+}
+
+/// PUBLISH goes to the replicas only: the AOF gets the transaction around
+/// it (MULTI/EXEC even when PUBLISH was all it held) and no SELECT for it,
+/// with or without a replica attached, as Redis's.
+#[test]
+fn publish_stays_out_of_the_aof_as_redis() {
+    if !have_redis() {
+        return;
+    }
+    let steps: &[&[&str]] = &[
+        &["PUBLISH", "ch", "m0"],
+        &["SELECT", "3"],
+        &["PUBLISH", "ch", "m3"],
+        &["MULTI"],
+        &["PUBLISH", "ch", "a"],
+        &["SET", "k", "v"],
+        &["EXEC"],
+        &["MULTI"],
+        &["PUBLISH", "ch", "b"],
+        &["PUBLISH", "ch", "c"],
+        &["EXEC"],
+        &["SELECT", "5"],
+        &["PUBLISH", "ch", "m5"],
+        &["SET", "k", "5"],
+    ];
+    for replica in [false, true] {
+        same_files_as_redis_with(NO_PREAMBLE, steps, replica);
+    }
 }
 
 /// CONFIG SET appendonly yes writes a base; a restart with the AOF loads it.

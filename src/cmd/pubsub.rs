@@ -201,6 +201,9 @@ fn sunsubscribe(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// Integer: the number of deliveries (channel and pattern subscribers).
 fn publish(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let n = pubsub::publish(ctx.srv, ctx.client, args.at(1), args.at(2));
+    if ctx.srv.cluster.is_none() {
+        ctx.force_replica_propagation();
+    }
     ctx.out().int(n as i64);
     Ok(())
 }
@@ -211,6 +214,9 @@ fn publish(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// Integer: the number of shard channel subscribers reached.
 fn spublish(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let n = pubsub::publish_shard(ctx.srv, ctx.client, args.at(1), args.at(2));
+    if ctx.srv.cluster.is_none() {
+        ctx.force_replica_propagation();
+    }
     ctx.out().int(n as i64);
     Ok(())
 }

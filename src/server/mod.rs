@@ -406,6 +406,17 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// The command goes to the replicas (never the AOF) even though it
+    /// changed nothing: PUBLISH and SPUBLISH outside cluster mode, where
+    /// the cluster bus carries them instead (Redis's
+    /// `forceCommandPropagation(c, PROPAGATE_REPL)`).
+    #[inline]
+    pub fn force_replica_propagation(&mut self) {
+        if self.srv.prop.active() {
+            self.srv.prop.force_replicas();
+        }
+    }
+
     /// The command is propagated even if it changed nothing (FLUSHALL).
     #[inline]
     pub fn force_propagation(&mut self) {

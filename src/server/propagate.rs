@@ -7,7 +7,10 @@
 //! The ops of one top-level command, with everything its EXEC or script ran,
 //! are collected in `pending` and leave together when it ends: wrapped in
 //! MULTI/EXEC when there are several, preceded by `SELECT` whenever the
-//! database differs from the one the stream last selected.
+//! database differs from the one the stream last selected. The replicas'
+//! stream (and the taps, which see what a replica sees) and the AOF select
+//! apart, as Redis's `slaveseldb` and `aof_selected_db`: a command for the
+//! replicas only (PUBLISH) leaves the AOF where it was.
 //!
 //! Consumers are [`Tap`]s, attached from any thread through a [`TapHub`].
 //! With none attached nothing is recorded: `enter` is one atomic load and
@@ -90,6 +93,9 @@ struct CallState {
     prevent: bool,
     /// `force_propagation`: propagated even when the dirty counter stayed.
     force: bool,
+    /// `force_replicas`: propagated to the replicas (not the AOF) even when
+    /// the dirty counter stayed (Redis's `CLIENT_FORCE_REPL`).
+    force_repl: bool,
 }
 
 /// An open `enter`: the outer command's state and the dirty counter at entry.
@@ -104,6 +110,8 @@ pub struct Entered {
 struct Op {
     db: usize,
     resp: std::ops::Range<usize>,
+    /// For the replicas (and taps) only, never the AOF.
+    repl_only: bool,
 }
 
 /// The server's propagation state.
@@ -123,8 +131,10 @@ pub struct Propagation {
     cur: CallState,
     /// Nesting of `enter` (EXEC and scripts run commands inside a command).
     depth: u32,
-    /// The database the stream last selected (Redis's `slaveseldb`).
+    /// The database the replicas' stream last selected (Redis's `slaveseldb`).
     selected: Option<usize>,
+    /// The database the AOF last selected (Redis's `aof_selected_db`).
+    aof_selected: Option<usize>,
     /// The top-level command touches arbitrary keys (SCAN, RANDOMKEY): its
     /// expired-key DELs are not wrapped in MULTI/EXEC.
     no_multi: bool,
@@ -172,9 +182,14 @@ impl Propagation {
         self.selected
     }
 
-    /// The next command goes out after a SELECT (a new AOF file starts).
+    /// The replicas' next command goes out after a SELECT (a full sync).
     pub fn forget_selected(&mut self) {
         self.selected = None;
+    }
+
+    /// The AOF's next command goes out after a SELECT (a new AOF file starts).
+    pub fn forget_aof_selected(&mut self) {
+        self.aof_selected = None;
     }
 
     /// Takes taps attached since the last look. Runs before every
@@ -234,10 +249,18 @@ impl Propagation {
         // EXEC is never propagated itself (its commands are), nor what a
         // script runs after redis.set_repl(REPL_NONE).
         let silenced = cur.prevent || is_exec || (self.script_repl_off && self.depth > 0);
-        if wrote && !silenced {
+        // Forced to the replicas only when there are any (Redis's
+        // `shouldPropagate`): else it would count for the MULTI/EXEC wrap.
+        let to_replicas = cur.force_repl && self.to_replicas();
+        if (wrote || to_replicas) && !silenced {
             match &cur.rewrite {
                 Some(v) => self.push_op(db, v.iter().map(|a| &a[..])),
                 None => self.push_op(db, (0..argv.len()).map(|i| argv.at(i))),
+            }
+            if !wrote {
+                if let Some(op) = self.pending.last_mut() {
+                    op.repl_only = true;
+                }
             }
         }
         if self.depth == 0 {
@@ -276,6 +299,14 @@ impl Propagation {
     pub fn force(&mut self) {
         if self.depth > 0 {
             self.cur.force = true;
+        }
+    }
+
+    /// The running command goes to the replicas even if it changed nothing,
+    /// never to the AOF for that (PUBLISH outside cluster mode).
+    pub fn force_replicas(&mut self) {
+        if self.depth > 0 {
+            self.cur.force_repl = true;
         }
     }
 
@@ -326,7 +357,13 @@ impl Propagation {
         self.pending.push(Op {
             db,
             resp: start..self.op_bytes.len(),
+            repl_only: false,
         });
+    }
+
+    /// The replicas' stream has consumers: taps, or a backlog on a master.
+    fn to_replicas(&self) -> bool {
+        !self.taps.is_empty() || (self.backlog.is_some() && !self.from_master)
     }
 
     /// Sends the pending ops to every consumer (Redis's `propagatePendingCommands`).
@@ -335,50 +372,75 @@ impl Propagation {
             return;
         }
         let ops = std::mem::take(&mut self.pending);
+        // Redis counts every op, whoever gets it, and wraps for both.
         let wrap = may_wrap && ops.len() > 1;
-        // With the AOF the only consumer, the ops are encoded straight into
-        // its buffer (no copy).
-        let direct = self.taps.is_empty() && self.backlog.is_none();
-        let mut out = match &mut self.aof {
-            Some(sink) if direct => {
+        let to_repl = self.to_replicas();
+        let to_aof = self.aof.is_some();
+        // One encoding serves both when they would get the same bytes.
+        let shared = to_repl
+            && to_aof
+            && self.selected == self.aof_selected
+            && !ops.iter().any(|o| o.repl_only);
+        if to_repl {
+            let mut out = std::mem::take(&mut self.scratch);
+            out.clear();
+            let mut sel = self.selected;
+            self.encode(&ops, wrap, true, &mut sel, &mut out);
+            self.selected = sel;
+            for t in &self.taps {
+                t.push(&out);
+            }
+            if !self.from_master {
+                self.feed_replicas(&out);
+            }
+            if shared {
+                self.aof_selected = sel;
+                if let Some(sink) = &mut self.aof {
+                    sink.begin();
+                    sink.buf.extend_from_slice(&out);
+                }
+            }
+            self.scratch = out;
+        }
+        if to_aof && !shared {
+            // Encoded straight into the AOF buffer (no copy).
+            let mut sel = self.aof_selected;
+            if let Some(sink) = &mut self.aof {
                 sink.begin();
-                std::mem::take(&mut sink.buf)
+                let mut out = std::mem::take(&mut sink.buf);
+                self.encode(&ops, wrap, false, &mut sel, &mut out);
+                if let Some(sink) = &mut self.aof {
+                    sink.buf = out;
+                }
             }
-            _ => {
-                let mut v = std::mem::take(&mut self.scratch);
-                v.clear();
-                v
-            }
-        };
-        if wrap {
-            self.select(&mut out, ops[0].db);
-            out.extend_from_slice(b"*1\r\n$5\r\nMULTI\r\n");
-        }
-        for op in &ops {
-            self.select(&mut out, op.db);
-            out.extend_from_slice(&self.op_bytes[op.resp.clone()]);
-        }
-        if wrap {
-            out.extend_from_slice(b"*1\r\n$4\r\nEXEC\r\n");
+            self.aof_selected = sel;
         }
         // Both buffers keep their capacity for the next command.
         self.pending = ops;
         self.pending.clear();
         self.op_bytes.clear();
-        for t in &self.taps {
-            t.push(&out);
+    }
+
+    /// Appends the ops to `out` for one consumer, whose last selected
+    /// database is `selected`: `repl` takes the replicas-only ops too.
+    fn encode(
+        &self,
+        ops: &[Op],
+        wrap: bool,
+        repl: bool,
+        selected: &mut Option<usize>,
+        out: &mut Vec<u8>,
+    ) {
+        if wrap {
+            select(out, selected, ops[0].db);
+            out.extend_from_slice(b"*1\r\n$5\r\nMULTI\r\n");
         }
-        if !self.from_master {
-            self.feed_replicas(&out);
+        for op in ops.iter().filter(|o| repl || !o.repl_only) {
+            select(out, selected, op.db);
+            out.extend_from_slice(&self.op_bytes[op.resp.clone()]);
         }
-        match &mut self.aof {
-            Some(sink) if direct => sink.buf = out,
-            Some(sink) => {
-                sink.begin();
-                sink.buf.extend_from_slice(&out);
-                self.scratch = out;
-            }
-            None => self.scratch = out,
+        if wrap {
+            out.extend_from_slice(b"*1\r\n$4\r\nEXEC\r\n");
         }
     }
 
@@ -401,15 +463,15 @@ impl Propagation {
             self.feed_replicas(&resp);
         }
     }
+}
 
-    /// A SELECT when `db` is not the database the stream is in.
-    fn select(&mut self, out: &mut Vec<u8>, db: usize) {
-        if self.selected != Some(db) {
-            let mut n = itoa::Buffer::new();
-            let n = n.format(db);
-            out.extend_from_slice(&encode([&b"SELECT"[..], n.as_bytes()].into_iter()));
-            self.selected = Some(db);
-        }
+/// A SELECT when `db` is not the database a consumer's stream is in.
+fn select(out: &mut Vec<u8>, selected: &mut Option<usize>, db: usize) {
+    if *selected != Some(db) {
+        let mut n = itoa::Buffer::new();
+        let n = n.format(db);
+        out.extend_from_slice(&encode([&b"SELECT"[..], n.as_bytes()].into_iter()));
+        *selected = Some(db);
     }
 }
 

@@ -122,7 +122,7 @@ pub fn rewrite_background(srv: &mut Server) -> Result<(), ()> {
         return Err(());
     }
     // The next command goes to the new incr file after a SELECT.
-    srv.prop.forget_selected();
+    srv.prop.forget_aof_selected();
     super::writer::flush(srv, true);
     if open_new_incr(&mut srv.aof).is_err() {
         srv.aof.lastbgrewrite_ok = false;
@@ -376,7 +376,7 @@ pub(super) fn start_feeding(srv: &mut Server) {
             ..Default::default()
         });
     }
-    srv.prop.forget_selected();
+    srv.prop.forget_aof_selected();
 }
 
 /// CONFIG SET appendonly yes (Redis's `startAppendOnly`): a rewrite writes
@@ -413,7 +413,7 @@ pub(crate) fn stop_append_only(srv: &mut Server) {
     srv.aof.rewrite_scheduled = false;
     kill_child(srv);
     srv.prop.aof = None;
-    srv.prop.forget_selected();
+    srv.prop.forget_aof_selected();
 }
 
 /// CONFIG SET of an AOF parameter took effect; the error is what CONFIG
