@@ -486,6 +486,9 @@ impl Config {
         };
         match prm.kind {
             Kind::Bool => match value.to_ascii_lowercase().as_str() {
+                // No active defragmentation: Redis built without its patched
+                // jemalloc (as Debian's, the reference) refuses it so.
+                "yes" if prm.name == "activedefrag" => Err(crate::error::NO_ACTIVE_DEFRAG.into()),
                 "yes" => Ok("yes".into()),
                 "no" => Ok("no".into()),
                 _ => Err("argument must be 'yes' or 'no'".into()),

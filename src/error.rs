@@ -577,3 +577,7 @@ pub mod stream {
         Error::msg(format!("Unrecognized XCLAIM option '{}'", s(opt)))
     }
 }
+
+/// CONFIG SET / config file `activedefrag yes`: Redis's answer when built
+/// without its patched jemalloc (Debian's 7.0.15, the reference).
+pub const NO_ACTIVE_DEFRAG: &str = "Active defragmentation cannot be enabled: it requires a Redis server compiled with a modified Jemalloc like the one shipped by default with the Redis source distribution";

@@ -339,6 +339,24 @@ fn config_file_then_flags() {
     drop(p);
 }
 
+/// `activedefrag yes` at start: the same fatal error and exit as Redis
+/// built without its patched jemalloc (Debian's, the reference).
+#[test]
+fn activedefrag_is_refused_at_start_as_redis() {
+    let run = |bin: &std::path::Path| {
+        let out = Command::new(bin)
+            .args(["--port", "0", "--activedefrag", "yes"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        (out.status.code(), text)
+    };
+    let want = run(&common::real_redis::binary());
+    assert!(want.1.contains("Active defragmentation cannot be enabled"));
+    assert_eq!(run(std::path::Path::new(BIN)), want);
+}
+
 #[test]
 fn bad_config_is_fatal() {
     // redis-server 7.0.15 --port 0 --databases zzz
