@@ -632,3 +632,68 @@ fn a_replica_over_its_output_limit_is_closed_as_redis() {
         assert_eq!(want, i64::from(backlog == "64mb"));
     }
 }
+
+/// A raw replica: SYNC (disk) or, with `diskless`, PSYNC with `capa eof`;
+/// returns once the master answered, its transfer started.
+fn raw_replica(port: u16, diskless: bool) -> std::net::TcpStream {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let mut b = [0u8; 1];
+    if diskless {
+        s.write_all(b"REPLCONF capa eof capa psync2\r\n").unwrap();
+        while s.read(&mut b).unwrap() == 1 && b[0] != b'\n' {}
+        s.write_all(b"PSYNC ? -1\r\n").unwrap();
+        // +FULLRESYNC <id> <offset>
+        while s.read(&mut b).unwrap() == 1 && b[0] != b'\n' {}
+    } else {
+        s.write_all(b"SYNC\r\n").unwrap();
+    }
+    s
+}
+
+/// A transfer whose replicas all left is stopped: the disk child when no
+/// save point wants its file, the diskless child at once; on a real
+/// redis-server master and on Oxidis alike. Either child would otherwise
+/// run for minutes (`rdb-key-save-delay`).
+fn useless_child_is_killed(m: &mut Connection, port: u16, diskless: bool) {
+    let _: () = redis::cmd("DEBUG")
+        .arg("POPULATE")
+        .arg(600)
+        .arg("key")
+        .arg(100_000)
+        .query(m)
+        .unwrap();
+    let yes_no = if diskless { "yes" } else { "no" };
+    for (k, v) in [
+        ("save", ""),
+        ("repl-diskless-sync", yes_no),
+        ("repl-diskless-sync-delay", "0"),
+        ("rdb-key-save-delay", "100000"),
+    ] {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg(k)
+            .arg(v)
+            .query(m)
+            .unwrap();
+    }
+    let replica = raw_replica(port, diskless);
+    eventually("the transfer to start", || {
+        info_field(m, "persistence", "rdb_bgsave_in_progress") == "1"
+    });
+    drop(replica);
+    eventually("the child to be stopped", || {
+        info_field(m, "persistence", "rdb_bgsave_in_progress") == "0"
+    });
+}
+
+#[test]
+fn a_transfer_nobody_waits_for_is_stopped_as_redis() {
+    for diskless in [false, true] {
+        let redis_master =
+            RedisServer::start_in(&temp_dir("useless"), &["--enable-debug-command", "yes"]);
+        useless_child_is_killed(&mut redis_master.conn(), redis_master.port, diskless);
+        let master = common::start_with(&["--enable-debug-command", "yes"]);
+        useless_child_is_killed(&mut common::conn(&master), master.addr().port(), diskless);
+    }
+}

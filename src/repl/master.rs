@@ -61,6 +61,7 @@ pub fn sync(
         acked_early: false,
         rdb_end: 0,
         obuf_soft_since: None,
+        stalled: None,
     };
     let a = &replica.announce;
     if (a.exclude_data || a.exclude_functions) && !a.capa_eof {
@@ -423,12 +424,35 @@ fn spawn_pipe_reader(
                 if tail.len() > mark.len() {
                     tail.drain(..tail.len() - mark.len());
                 }
-                let Some(srv) = weak.upgrade() else {
+                if let Some(srv) = weak.upgrade() {
+                    let s = srv.borrow();
+                    for &id in &targets {
+                        push(&s, None, id, |c| c.reply.raw(chunk));
+                    }
+                } else {
                     return;
-                };
-                let s = srv.borrow();
-                for &id in &targets {
-                    push(&s, None, id, |c| c.reply.raw(chunk));
+                }
+                // The next chunk is read once every replica has taken this
+                // one (Redis's rdbPipeWriteHandler): the slowest paces the
+                // child, and the RDB does not pile up here. (No strong
+                // reference to the server is held while it waits.)
+                loop {
+                    let Some(srv) = weak.upgrade() else {
+                        return;
+                    };
+                    let (alive, busy) = pipe_targets(&srv.borrow(), &targets);
+                    if alive == 0 {
+                        log::warning(
+                            "Diskless rdb transfer, last replica dropped, killing fork child.",
+                        );
+                        crate::persist::child::kill(&mut srv.borrow_mut());
+                        return;
+                    }
+                    if !busy {
+                        break;
+                    }
+                    drop(srv);
+                    tokio::time::sleep(std::time::Duration::from_millis(1)).await;
                 }
             }
         }
@@ -437,6 +461,12 @@ fn spawn_pipe_reader(
         };
         let mut s = srv.borrow_mut();
         let ok = tail == mark;
+        if ok {
+            let (alive, _) = pipe_targets(&s, &targets);
+            log::warning(&format!(
+                "Diskless rdb transfer, done reading from pipe, {alive} replicas still up."
+            ));
+        }
         for id in targets {
             if ok {
                 put_online(&mut s, id);
@@ -450,6 +480,60 @@ fn spawn_pipe_reader(
             }
         }
     });
+}
+
+/// Replicas whose diskless transfer has not moved for `repl-timeout`
+/// seconds while output waited for them (a replica that stopped reading
+/// would otherwise hold the transfer, which it paces, for ever).
+fn full_sync_stalled(srv: &mut Server, now: i64, timeout: i64) -> Vec<ClientId> {
+    let mut out = Vec::new();
+    for i in 0..srv.repl.replicas.len() {
+        let r = &srv.repl.replicas[i];
+        if !(r.via_socket && matches!(r.state, ReplicaState::WaitBgsaveEnd { .. })) {
+            continue;
+        }
+        let seen = srv.clients.get(&r.id).and_then(|cell| {
+            let c = cell.state.try_borrow().ok()?;
+            let waiting = c.reply.buf.len() + c.out_inflight > 0;
+            Some((c.net_out, waiting))
+        });
+        let r = &mut srv.repl.replicas[i];
+        match (seen, r.stalled) {
+            (Some((sent, true)), Some((was, since))) if sent == was => {
+                if now - since > timeout {
+                    log::warning(&format!(
+                        "Disconnecting timedout replica (full sync): {}",
+                        r.name()
+                    ));
+                    out.push(r.id);
+                }
+            }
+            (Some((sent, true)), _) => r.stalled = Some((sent, now)),
+            _ => r.stalled = None,
+        }
+    }
+    out
+}
+
+/// How many of a diskless transfer's replicas are still there, and whether
+/// one of them still has much of the RDB to take.
+fn pipe_targets(srv: &Server, targets: &[ClientId]) -> (usize, bool) {
+    const PACE: usize = 256 << 10;
+    let mut alive = 0;
+    let mut busy = false;
+    for id in targets {
+        let Some(cell) = srv.clients.get(id) else {
+            continue;
+        };
+        if cell.kill.get() || srv.repl.replicas.iter().all(|r| r.id != *id) {
+            continue;
+        }
+        alive += 1;
+        if let Ok(c) = cell.state.try_borrow() {
+            busy |= c.reply.buf.len() + c.out_inflight > PACE;
+        }
+    }
+    (alive, busy)
 }
 
 /// A replica has its RDB: the stream that waited for it follows, and from
@@ -728,7 +812,7 @@ pub fn cron(srv: &mut Server) {
             srv.prop.feed_replicas_only(&[b"PING"]);
         }
         let timeout = srv.config.get_i64("repl-timeout").max(1);
-        let mut dropped = Vec::new();
+        let mut dropped = full_sync_stalled(srv, now, timeout);
         for r in &srv.repl.replicas {
             match r.state {
                 ReplicaState::Online if !r.pre_psync && now - r.ack_time > timeout => {

@@ -93,6 +93,10 @@ pub struct Replica {
     pub rdb_end: u64,
     /// Unix seconds since its stream first passed the soft output limit.
     pub obuf_soft_since: Option<i64>,
+    /// During a diskless transfer: its connection's sent count when last
+    /// seen by the cron, and since when it has not moved with output
+    /// waiting (Redis's `repl_last_partial_write`).
+    pub stalled: Option<(u64, i64)>,
 }
 
 impl Replica {
@@ -342,5 +346,28 @@ pub fn client_gone(srv: &mut crate::server::Server, id: ClientId) {
         if r.replicas.is_empty() {
             r.no_replicas_since = crate::clock::unix_now();
         }
+        let waited = matches!(gone.state, ReplicaState::WaitBgsaveEnd { .. }) && !gone.via_socket;
+        if waited && rdb_for_nobody(srv) {
+            crate::persist::child::kill(srv);
+        }
     }
+}
+
+/// The RDB a disk child writes serves no one any more: no replica waits for
+/// it and no save point asked for it (Redis's check in `freeClient`, so the
+/// memory the fork holds is given back and the next sync forks at once).
+fn rdb_for_nobody(srv: &crate::server::Server) -> bool {
+    let child_rdb = srv
+        .persist
+        .child
+        .running
+        .is_some_and(|c| c.kind == crate::persist::child::Kind::Rdb);
+    child_rdb
+        && !srv.repl.socket_child
+        && srv.config.get("save").unwrap_or("").is_empty()
+        && !srv
+            .repl
+            .replicas
+            .iter()
+            .any(|r| matches!(r.state, ReplicaState::WaitBgsaveEnd { .. }))
 }
