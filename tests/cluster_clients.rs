@@ -217,6 +217,8 @@ fn transcript(script: impl Fn(&[String]) -> Command, c: &Cluster) -> String {
 fn same_as_redis(tag: &str, n: usize, script: impl Fn(&[String]) -> Command) {
     let theirs = transcript(&script, &real_cluster(tag, n));
     let ours = transcript(&script, &oxidis_cluster(tag, n));
+    // Shown with a failure (or --nocapture).
+    println!("{ours}");
     for (o, t) in ours.lines().zip(theirs.lines()) {
         assert_eq!(o, t);
     }

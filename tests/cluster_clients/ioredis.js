@@ -27,7 +27,7 @@ function norm(text) {
 
 function step(name, value) {
   steps += 1;
-  console.log(JSON.stringify({ [name]: value }));
+  console.log(norm(JSON.stringify({ [name]: value })));
 }
 
 /** The error a call raised (its text), or its value. */
@@ -105,6 +105,41 @@ async function main() {
     await outcome(() => cluster.eval("return redis.call('get', 'key:1')", 1, "{s}x"))
   );
   step("eval_cross_slot_server", await outcome(() => admins[0].eval("return 1", 2, "key:1", "{acct}a")));
+
+  step(
+    "eval_remote_key",
+    await outcome(() => cluster.eval("return redis.call('get', 'foo')", 1, "{s}x"))
+  );
+
+  // Functions: loaded on every master, called with a key.
+  const lib =
+    "#!lua name=clcjs\nredis.register_function('getset2', function(keys, args) local old = redis.call('get', keys[1]); redis.call('set', keys[1], args[1]); return old end)";
+  step(
+    "function_load",
+    await Promise.all(cluster.nodes("master").map((n) => n.function("LOAD", "REPLACE", lib)))
+  );
+  step("fcall", [
+    await cluster.fcall("getset2", 1, "{f}k", "one"),
+    await cluster.fcall("getset2", 1, "{f}k", "two"),
+  ]);
+
+  // Keys of every master: SCAN on each, blocking pops.
+  const scanned = [];
+  for (const n of cluster.nodes("master")) {
+    let cursor = "0";
+    do {
+      const [next, keys] = await n.scan(cursor, "MATCH", "key:1?", "COUNT", 1000);
+      scanned.push(...keys);
+      cursor = next;
+    } while (cursor !== "0");
+  }
+  step("scan", scanned.sort());
+  step("blpop_timeout", await cluster.blpop("{q}a", 0.1));
+  await cluster.rpush("{q}a", "x");
+  step("blpop", await cluster.blpop("{q}a", "{q}b", 1));
+  await cluster.mset("{u}0", "a", "{u}1", "b");
+  step("exists_one_slot", await cluster.exists("{u}0", "{u}1", "{u}9"));
+  step("del_cross_slot", await outcome(() => cluster.del("key:1", "key:2")));
 
   // Pub/sub: a classic channel on a one-node cluster (without a cluster bus
   // a message does not travel between Oxidis nodes, and ioredis picks the

@@ -29,7 +29,7 @@ def norm(text):
 
 def step(name, value):
     OUT.append(name)
-    print(json.dumps({name: value}, sort_keys=True), flush=True)
+    print(norm(json.dumps({name: value}, sort_keys=True)), flush=True)
 
 
 def error(fn):
@@ -99,6 +99,43 @@ step(
     error(lambda: rc.eval("return redis.call('get', 'key:1')", 1, "{s}x")),
 )
 step("eval_cross_slot", error(lambda: rc.eval("return 1", 2, "a", "b")))
+
+step(
+    "eval_remote_key",
+    error(lambda: rc.eval("return redis.call('get', 'foo')", 1, "{s}x")),
+)
+
+# Functions: loaded on every primary, called with a key.
+lib = "#!lua name=clc\nredis.register_function('getset2', function(keys, args) local old = redis.call('get', keys[1]); redis.call('set', keys[1], args[1]); return old end)"
+step("function_load", rc.function_load(lib, replace=True))
+step("fcall", [rc.fcall("getset2", 1, "{f}k", "one"), rc.fcall("getset2", 1, "{f}k", "two")])
+
+# WATCH: a transaction whose watched key changed is not run.
+def bump(pipe):
+    v = int(pipe.get("{w}n") or 0)
+    pipe.multi()
+    pipe.set("{w}n", v + 1)
+
+
+step("transaction", [rc.transaction(bump, "{w}n"), rc.transaction(bump, "{w}n"), rc.get("{w}n")])
+tx = rc.pipeline(transaction=True)
+tx.watch("{w}n")
+tx.multi()
+tx.incr("{w}n")
+admin_w = rc.get_redis_connection(rc.get_node_from_key("{w}n"))
+admin_w.set("{w}n", 100)
+step("watch_broken", error(tx.execute))
+tx.reset()
+
+# Commands a cluster client spreads over the nodes or splits by slot.
+step("dbsize", rc.dbsize())
+step("exists_split", rc.exists("key:1", "key:2", "nope", "{u}0"))
+step("delete_split", rc.delete("key:198", "key:199", "nope"))
+step("scan", sorted(rc.scan_iter(match="key:1?", count=1000)))
+step("blpop_timeout", rc.blpop(["{q}a"], timeout=0.1))
+rc.rpush("{q}a", "x")
+step("blpop", rc.blpop(["{q}a", "{q}b"], timeout=1))
+step("keyslot", [rc.cluster_keyslot("foo"), rc.cluster_countkeysinslot(rc.keyslot("{u}"))])
 
 # Pub/sub: a classic channel (subscriber and publisher on one node: without
 # a cluster bus a message does not travel between Oxidis nodes), then a
