@@ -22,6 +22,7 @@ Examples:
       --bench-args "--user u -a pw"                     # as an ACL user with a key pattern
   python3 compat/bench.py --tests set --server-args "--appendonly yes --appendfsync always"
   python3 compat/bench.py --tests set,incr --with-replica      # each master feeding a redis-server replica
+  python3 compat/bench.py --tests set,get --cluster            # each server a one-node cluster
 
 Workloads for --raw are redis-benchmark custom commands (`__rand_int__` works with -r).
 `{sha:NAME}` in a --raw command is replaced by the SHA of lua/fixtures/NAME.lua, loaded
@@ -241,6 +242,10 @@ def main():
     ap.add_argument("--baseline-bin", default=None, help="an earlier oxidis-server to compare with")
     ap.add_argument("--with-replica", action="store_true",
                     help="every server gets a redis-server replica (REPLICAOF) before the workloads")
+    ap.add_argument("--cluster", action="store_true",
+                    help="every server a one-node cluster (cluster-enabled, all 16384 slots, state ok "
+                         "before the first round): every request goes through the slot check and is "
+                         "served there (redis-benchmark --cluster refuses a one-node cluster)")
     ap.add_argument("--server-args", default="--appendonly no",
                     help="persistence flags given to every server (each runs in its own dir), "
                          "e.g. '--appendonly yes --appendfsync always'")
@@ -266,6 +271,8 @@ def main():
     print("server dirs in %s (%s); load average %s" % (tmp, fs or "?", " ".join(
         open("/proc/loadavg").read().split()[:3])))
     common = ["--save", "", "--bind", "127.0.0.1"] + a.server_args.split()
+    if a.cluster:
+        common += ["--cluster-enabled", "yes"]
 
     def own_dir(name):
         d = os.path.join(tmp, name)
@@ -302,6 +309,8 @@ def main():
                 pipeline_fill(s.port, FILLS[name]())
             for cmd in a.setup:
                 command(s.port, *cmd.split())
+            if a.cluster:
+                one_node_cluster(s)
         shas = {}
         for raw in a.raw:
             for part in raw.split():
@@ -361,6 +370,17 @@ def main():
         for s in servers + replicas:
             s.stop()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def one_node_cluster(s):
+    """Gives the cluster node every slot and waits until it says its state is ok
+    (Redis turns a master ok 2 s after its start at the earliest)."""
+    command(s.port, "CLUSTER", "ADDSLOTSRANGE", "0", "16383")
+    deadline = time.time() + 30
+    while b"cluster_state:ok" not in command(s.port, "CLUSTER", "INFO"):
+        if time.time() > deadline:
+            raise RuntimeError("%s: the cluster state never turned ok" % s.name)
+        time.sleep(0.1)
 
 
 def memory(fills, redis, oxidis):
