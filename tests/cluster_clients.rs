@@ -72,6 +72,16 @@ fn conf_line(id: &str, port: u16, myself: bool, epoch: u64, slots: &str) -> Stri
     )
 }
 
+/// A free port whose bus port (+10000) is free too.
+fn node_port() -> u16 {
+    loop {
+        let p = free_port();
+        if std::net::TcpListener::bind(("127.0.0.1", p + 10000)).is_ok() {
+            return p;
+        }
+    }
+}
+
 /// Oxidis nodes with the slots split evenly: one node takes them all with
 /// ADDSLOTSRANGE; two learn each other from hand-made nodes.conf files
 /// (there is no cluster bus yet).
@@ -95,7 +105,7 @@ fn oxidis_cluster(tag: &str, n: usize) -> Cluster {
     } else {
         assert_eq!(n, 2);
         let ids = ["a".repeat(40), "b".repeat(40)];
-        let ports = [free_port(), free_port()];
+        let ports = [node_port(), node_port()];
         let slots = ["0-8191", "8192-16383"];
         for me in 0..2 {
             let dir = temp_dir(&format!("{tag}-{me}"));
