@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::clients::{node, node_project, repo, venv};
+use common::cluster::conf_line;
 use common::real_redis::{free_port, temp_dir, RedisServer};
 
 fn cmd<T: redis::FromRedisValue>(c: &mut redis::Connection, words: &[&str]) -> T {
@@ -60,16 +61,6 @@ struct Cluster {
     addrs: Vec<String>,
     _oxidis: Vec<oxidis::Handle>,
     _real: Vec<RedisServer>,
-}
-
-/// A node line for a hand-made nodes.conf.
-fn conf_line(id: &str, port: u16, myself: bool, epoch: u64, slots: &str) -> String {
-    let flags = if myself { "myself,master" } else { "master" };
-    let link = if myself { "connected" } else { "disconnected" };
-    format!(
-        "{id} 127.0.0.1:{port}@{} {flags} - 0 0 {epoch} {link} {slots}\n",
-        port as u32 + 10000
-    )
 }
 
 /// A free port whose bus port (+10000) is free too.

@@ -3,6 +3,7 @@
 
 pub mod case;
 pub mod clients;
+pub mod cluster;
 pub mod inproc;
 pub mod process;
 pub mod real_redis;
