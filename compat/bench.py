@@ -22,6 +22,8 @@ Examples:
       --bench-args "--user u -a pw"                     # as an ACL user with a key pattern
   python3 compat/bench.py --tests set --server-args "--appendonly yes --appendfsync always"
   python3 compat/bench.py --tests set,incr --with-replica      # each master feeding a redis-server replica
+  python3 compat/bench.py --tests set,get --cluster            # each server a one-node cluster
+  python3 compat/bench.py --tests set,get --cluster 2          # two nodes each, redis-benchmark --cluster
 
 Workloads for --raw are redis-benchmark custom commands (`__rand_int__` works with -r).
 `{sha:NAME}` in a --raw command is replaced by the SHA of lua/fixtures/NAME.lua, loaded
@@ -177,7 +179,8 @@ PIN_SERVER, PIN_CLIENT = [], []
 def bench_once(port, args):
     out = subprocess.run(PIN_CLIENT + ["redis-benchmark", "-p", str(port), "--csv"] + args,
                          capture_output=True, text=True, timeout=600)
-    rows = [l for l in out.stdout.splitlines() if l and not l.startswith('"test"')]
+    # (--cluster prints the masters it found before the CSV rows)
+    rows = [l for l in out.stdout.splitlines() if l.startswith('"') and not l.startswith('"test"')]
     res = []
     for r in rows:
         cols = [c.strip('"') for c in r.split('","')]
@@ -241,6 +244,13 @@ def main():
     ap.add_argument("--baseline-bin", default=None, help="an earlier oxidis-server to compare with")
     ap.add_argument("--with-replica", action="store_true",
                     help="every server gets a redis-server replica (REPLICAOF) before the workloads")
+    ap.add_argument("--cluster", type=int, nargs="?", const=1, default=0, metavar="NODES",
+                    help="every server a cluster-enabled node owning all 16384 slots (state ok before "
+                         "the first round): every request goes through the slot check and is served "
+                         "there (redis-benchmark --cluster refuses a one-node cluster); with 2, each "
+                         "server gets a second node of its kind, the slots split in halves (Redis's "
+                         "nodes meet, Oxidis's learn each other from nodes.conf), driven by "
+                         "redis-benchmark --cluster")
     ap.add_argument("--server-args", default="--appendonly no",
                     help="persistence flags given to every server (each runs in its own dir), "
                          "e.g. '--appendonly yes --appendfsync always'")
@@ -266,16 +276,36 @@ def main():
     print("server dirs in %s (%s); load average %s" % (tmp, fs or "?", " ".join(
         open("/proc/loadavg").read().split()[:3])))
     common = ["--save", "", "--bind", "127.0.0.1"] + a.server_args.split()
+    if a.cluster:
+        common += ["--cluster-enabled", "yes"]
+    if a.cluster > 2:
+        sys.exit("--cluster takes 1 or 2 nodes")
+    if a.cluster == 2:
+        a.bench_args += " --cluster"
 
     def own_dir(name):
         d = os.path.join(tmp, name)
         os.makedirs(d)
         return ["--dir", d]
 
-    rp, op = free_port(), free_port()
+    rp, op = (node_port(), node_port()) if a.cluster else (free_port(), free_port())
+    second = {}  # a server's second cluster node (--cluster 2)
+    if a.cluster == 2:
+        ports = [op, node_port()]
+        for i in (0, 1):
+            os.makedirs(os.path.join(tmp, ["oxidis", "oxidis2"][i]))
+            with open(os.path.join(tmp, ["oxidis", "oxidis2"][i], "nodes.conf"), "w") as f:
+                f.write(nodes_conf(ports, i))
     redis = Server("redis", [redis_bin, "--port", str(rp)] + common + own_dir("redis"), rp, tmp)
-    oxidis = Server("oxidis", [oxidis_bin, "--port", str(op)] + common + own_dir("oxidis"), op, tmp)
+    oxidis = Server("oxidis", [oxidis_bin, "--port", str(op), "--dir", os.path.join(tmp, "oxidis")]
+                    + common if a.cluster == 2 else
+                    [oxidis_bin, "--port", str(op)] + common + own_dir("oxidis"), op, tmp)
     servers = [redis, oxidis]
+    if a.cluster == 2:
+        p = node_port()
+        second["redis"] = Server("redis2", [redis_bin, "--port", str(p)] + common + own_dir("redis2"), p, tmp)
+        second["oxidis"] = Server("oxidis2", [oxidis_bin, "--port", str(ports[1]), "--dir",
+                                              os.path.join(tmp, "oxidis2")] + common, ports[1], tmp)
     if a.baseline_bin:
         bp = free_port()
         servers.append(Server("before", [a.baseline_bin, "--port", str(bp)] + common + own_dir("before"),
@@ -302,6 +332,10 @@ def main():
                 pipeline_fill(s.port, FILLS[name]())
             for cmd in a.setup:
                 command(s.port, *cmd.split())
+            if a.cluster == 1:
+                one_node_cluster(s)
+            elif a.cluster == 2:
+                two_node_cluster(s, second[s.name])
         shas = {}
         for raw in a.raw:
             for part in raw.split():
@@ -358,9 +392,62 @@ def main():
                 print(line)
                 sys.stdout.flush()
     finally:
-        for s in servers + replicas:
+        for s in servers + replicas + list(second.values()):
             s.stop()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def one_node_cluster(s):
+    """Gives the cluster node every slot and waits until it says its state is ok
+    (Redis turns a master ok 2 s after its start at the earliest)."""
+    command(s.port, "CLUSTER", "ADDSLOTSRANGE", "0", "16383")
+    deadline = time.time() + 30
+    while b"cluster_state:ok" not in command(s.port, "CLUSTER", "INFO"):
+        if time.time() > deadline:
+            raise RuntimeError("%s: the cluster state never turned ok" % s.name)
+        time.sleep(0.1)
+
+
+def node_port():
+    """A free port whose cluster bus port (+10000) is free too."""
+    while True:
+        p = free_port()
+        if p + 10000 < 65536:
+            s = socket.socket()
+            try:
+                s.bind(("127.0.0.1", p + 10000))
+                return p
+            except OSError:
+                pass
+            finally:
+                s.close()
+
+
+def nodes_conf(ports, me):
+    """Node `me`'s nodes.conf for two Oxidis masters at `ports`, half the slots each
+    (Oxidis nodes learn each other from it: there is no MEET without the bus)."""
+    ids, slots, lines = ["a" * 40, "b" * 40], ["0-8191", "8192-16383"], ""
+    for n in (me, 1 - me):
+        lines += "%s 127.0.0.1:%d@%d %s - 0 0 %d %s %s\n" % (
+            ids[n], ports[n], ports[n] + 10000, "myself,master" if n == me else "master",
+            2 - n, "connected" if n == me else "disconnected", slots[n])
+    return lines + "vars currentEpoch 2 lastVoteEpoch 0\n"
+
+
+def two_node_cluster(s, other):
+    """Redis: the nodes meet and each takes half the slots; Oxidis: nodes.conf did it.
+    Waits until both say ok and list both ranges."""
+    if s.name == "redis":
+        command(other.port, "CLUSTER", "MEET", "127.0.0.1", str(s.port))
+        command(s.port, "CLUSTER", "ADDSLOTSRANGE", "0", "8191")
+        command(other.port, "CLUSTER", "ADDSLOTSRANGE", "8192", "16383")
+    deadline = time.time() + 60
+    for n in (s, other):
+        while (b"cluster_state:ok" not in command(n.port, "CLUSTER", "INFO")
+               or not command(n.port, "CLUSTER", "SLOTS").startswith(b"*2\r\n")):
+            if time.time() > deadline:
+                raise RuntimeError("%s: the two-node cluster never turned ok" % n.name)
+            time.sleep(0.1)
 
 
 def memory(fills, redis, oxidis):

@@ -257,9 +257,6 @@ pub const TESTCTL_DELAY_RANGE: &str = "DELAY must be between 0 and 86400000 mill
 
 /// Redis's `shared.bgsaveerr`.
 /// BGSAVE while a BGSAVE runs (SAVE too).
-/// The answer of CLUSTER, READONLY, READWRITE and ASKING while cluster mode
-/// is off (`ERR` is added by `Error::msg`).
-pub const CLUSTER_DISABLED: &str = "This instance has cluster support disabled";
 pub const BGSAVE_IN_PROGRESS: &str = "Background save already in progress";
 /// BGSAVE while another child (an AOF rewrite) runs, without SCHEDULE.
 pub const BGSAVE_OTHER_CHILD: &str = "Another child process is active (AOF?): can't BGSAVE right now. Use BGSAVE SCHEDULE in order to schedule a BGSAVE whenever possible.";
@@ -322,9 +319,7 @@ impl Rejection {
             Rejection::NoPerm(d, cmd, stage) => no_perm(*d, cmd, *stage),
             Rejection::Cluster(r) => r.error(),
             Rejection::ClusterScript(r) => r.script_error(),
-            Rejection::ScriptCrossSlot => {
-                Error::msg("Script attempted to access keys that do not hash to the same slot")
-            }
+            Rejection::ScriptCrossSlot => Error::msg(cluster::SCRIPT_CROSS_SLOT),
         }
     }
 }
@@ -581,3 +576,134 @@ pub mod stream {
 /// CONFIG SET / config file `activedefrag yes`: Redis's answer when built
 /// without its patched jemalloc (Debian's 7.0.15, the reference).
 pub const NO_ACTIVE_DEFRAG: &str = "Active defragmentation cannot be enabled: it requires a Redis server compiled with a modified Jemalloc like the one shipped by default with the Redis source distribution";
+/// Cluster mode's texts (Redis's cluster.c): the redirections a client gets
+/// (`cluster::redirect`), what `redis.call` raises instead, and the CLUSTER
+/// subcommands' `ERR` texts (`cmd::cluster`).
+pub mod cluster {
+    use super::Error;
+
+    /// The answer of CLUSTER, READONLY, READWRITE and ASKING while cluster
+    /// mode is off (`ERR` is added by `Error::msg`).
+    pub const DISABLED: &str = "This instance has cluster support disabled";
+
+    pub const CROSSSLOT: &str = "CROSSSLOT Keys in request don't hash to the same slot";
+    pub const TRYAGAIN: &str = "TRYAGAIN Multiple keys request during rehashing of slot";
+    pub const DOWN: &str = "CLUSTERDOWN The cluster is down";
+    pub const DOWN_READONLY: &str =
+        "CLUSTERDOWN The cluster is down and only accepts read commands";
+    pub const UNBOUND: &str = "CLUSTERDOWN Hash slot not served";
+
+    /// `MOVED <slot> <ip:port>`: the slot is served by that node.
+    pub fn moved(slot: u16, addr: &str) -> Error {
+        Error::coded(format!("MOVED {slot} {addr}"))
+    }
+
+    /// `ASK <slot> <ip:port>`: that node imports the slot; ask it once.
+    pub fn ask(slot: u16, addr: &str) -> Error {
+        Error::coded(format!("ASK {slot} {addr}"))
+    }
+
+    pub const SCRIPT_DOWN_READONLY: &str =
+        "Script attempted to execute a write command while the cluster is down and readonly";
+    pub const SCRIPT_DOWN: &str = "Script attempted to execute a command while the cluster is down";
+    /// `redis.call` on a key of another slot than the script's.
+    pub const SCRIPT_CROSS_SLOT: &str =
+        "Script attempted to access keys that do not hash to the same slot";
+    pub const SCRIPT_NON_LOCAL: &str =
+        "Script attempted to access a non local key in a cluster node";
+
+    pub const BAD_SLOT: &str = "Invalid or out of range slot";
+    /// COUNTKEYSINSLOT out of range.
+    pub const INVALID_SLOT: &str = "Invalid slot";
+    /// GETKEYSINSLOT out of range, or a negative count.
+    pub const INVALID_SLOT_OR_COUNT: &str = "Invalid slot or number of keys";
+    pub const FLUSHSLOTS_NOT_EMPTY: &str = "DB must be empty to perform CLUSTER FLUSHSLOTS.";
+    pub const SETSLOT_ON_REPLICA: &str = "Please use SETSLOT only with masters.";
+    pub const SETSLOT_SYNTAX: &str =
+        "Invalid CLUSTER SETSLOT action or number of arguments. Try CLUSTER HELP";
+    pub const TARGET_NOT_MASTER: &str = "Target node is not a master";
+    /// CLUSTER REPLICAS / SLAVES of a replica.
+    pub const NOT_A_MASTER: &str = "The specified node is not a master";
+    pub const RESET_WITH_KEYS: &str =
+        "CLUSTER RESET can't be called with master nodes containing keys";
+    pub const EPOCH_WITH_OTHERS: &str =
+        "The user can assign a config epoch only when the node does not know any other node.";
+    pub const EPOCH_NOT_ZERO: &str = "Node config epoch is already non-zero";
+    pub const FORGET_MYSELF: &str = "I tried hard but I can't forget myself...";
+    pub const FORGET_MASTER: &str = "Can't forget my master!";
+    pub const REPLICATE_MYSELF: &str = "Can't replicate myself";
+    pub const REPLICATE_REPLICA: &str = "I can only replicate a master, not a replica.";
+    pub const REPLICATE_NOT_EMPTY: &str =
+        "To set a master the node must be empty and without assigned slots.";
+    pub const FAILOVER_ON_MASTER: &str = "You should send CLUSTER FAILOVER to a replica";
+
+    fn s(b: &[u8]) -> std::borrow::Cow<'_, str> {
+        String::from_utf8_lossy(b)
+    }
+
+    /// `Unknown node <id>` (SETSLOT NODE, FORGET, REPLICATE, COUNT-FAILURE-REPORTS, ...).
+    pub fn unknown_node(id: &[u8]) -> Error {
+        Error::msg(format!("Unknown node {}", s(id)))
+    }
+
+    /// SETSLOT IMPORTING / MIGRATING to a node this one does not know.
+    pub fn dont_know_node(id: &[u8]) -> Error {
+        Error::msg(format!("I don't know about node {}", s(id)))
+    }
+
+    pub fn slot_unassigned(slot: u16) -> Error {
+        Error::msg(format!("Slot {slot} is already unassigned"))
+    }
+
+    pub fn slot_busy(slot: u16) -> Error {
+        Error::msg(format!("Slot {slot} is already busy"))
+    }
+
+    pub fn slot_repeated(slot: u16) -> Error {
+        Error::msg(format!("Slot {slot} specified multiple times"))
+    }
+
+    pub fn range_reversed(start: u16, end: u16) -> Error {
+        Error::msg(format!(
+            "start slot number {start} is greater than end slot number {end}"
+        ))
+    }
+
+    /// SETSLOT MIGRATING of a slot another node serves.
+    pub fn not_owner(slot: u16) -> Error {
+        Error::msg(format!("I'm not the owner of hash slot {slot}"))
+    }
+
+    /// SETSLOT IMPORTING of a slot this node serves.
+    pub fn already_owner(slot: u16) -> Error {
+        Error::msg(format!("I'm already the owner of hash slot {slot}"))
+    }
+
+    /// SETSLOT NODE giving away a slot that still has keys here.
+    pub fn still_has_keys(slot: u16) -> Error {
+        Error::msg(format!("Can't assign hashslot {slot} to a different node while I still hold keys for this hash slot."))
+    }
+
+    pub fn bad_epoch(epoch: i64) -> Error {
+        Error::msg(format!("Invalid config epoch specified: {epoch}"))
+    }
+
+    /// CLUSTER SAVECONFIG that could not write (the OS's reason).
+    pub fn save_failed(why: &str) -> Error {
+        Error::msg(format!("error saving the cluster node config: {why}"))
+    }
+
+    /// CLUSTER MEET with a port that is not a number (`bus`: the bus port).
+    pub fn bad_meet_port(port: &[u8], bus: bool) -> Error {
+        let what = if bus { "bus" } else { "base" };
+        Error::msg(format!("Invalid TCP {what} port specified: {}", s(port)))
+    }
+
+    /// What MEET, REPLICATE and FAILOVER answer once their checks pass
+    /// while Oxidis has no cluster bus (Oxidis's own text).
+    pub fn needs_bus(what: &str) -> Error {
+        Error::msg(format!(
+            "CLUSTER {what} needs the cluster bus, which Oxidis does not have yet"
+        ))
+    }
+}

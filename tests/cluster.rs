@@ -9,6 +9,7 @@ mod common;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use common::cluster::conf_line;
 use common::real_redis::{temp_dir, RedisServer};
 use redis::Commands;
 
@@ -266,16 +267,6 @@ fn cluster_client_works_against_a_one_node_cluster() {
         .filter(|i| reference_slot(format!("key:{i}").as_bytes()) == 9842)
         .count() as i64;
     assert_eq!(n, expected);
-}
-
-/// A node line for a hand-made nodes.conf.
-fn conf_line(id: &str, port: u16, myself: bool, epoch: u64, slots: &str) -> String {
-    let flags = if myself { "myself,master" } else { "master" };
-    let link = if myself { "connected" } else { "disconnected" };
-    format!(
-        "{id} 127.0.0.1:{port}@{} {flags} - 0 0 {epoch} {link} {slots}\n",
-        port as u32 + 10000
-    )
 }
 
 #[test]

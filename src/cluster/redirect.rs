@@ -6,7 +6,7 @@ use super::slot::key_slot;
 use super::Cluster;
 use crate::command::args::Args;
 use crate::command::spec::{flags, CommandSpec};
-use crate::error::{Error, Rejection};
+use crate::error::{cluster as text, Error, Rejection};
 use crate::server::client::Client;
 use crate::server::Server;
 
@@ -44,27 +44,23 @@ pub enum Redirect {
 impl Redirect {
     /// The error a client gets (Redis's `clusterRedirectClient`).
     pub fn error(&self) -> Error {
-        Error::coded(match self {
-            Redirect::CrossSlot => "CROSSSLOT Keys in request don't hash to the same slot".into(),
-            Redirect::Unstable => "TRYAGAIN Multiple keys request during rehashing of slot".into(),
-            Redirect::Down => "CLUSTERDOWN The cluster is down".into(),
-            Redirect::DownReadOnly => {
-                "CLUSTERDOWN The cluster is down and only accepts read commands".into()
-            }
-            Redirect::Unbound => "CLUSTERDOWN Hash slot not served".into(),
-            Redirect::Moved { slot, addr } => format!("MOVED {slot} {addr}"),
-            Redirect::Ask { slot, addr } => format!("ASK {slot} {addr}"),
-        })
+        match self {
+            Redirect::CrossSlot => Error::coded(text::CROSSSLOT),
+            Redirect::Unstable => Error::coded(text::TRYAGAIN),
+            Redirect::Down => Error::coded(text::DOWN),
+            Redirect::DownReadOnly => Error::coded(text::DOWN_READONLY),
+            Redirect::Unbound => Error::coded(text::UNBOUND),
+            Redirect::Moved { slot, addr } => text::moved(*slot, addr),
+            Redirect::Ask { slot, addr } => text::ask(*slot, addr),
+        }
     }
 
     /// The error `redis.call` raises instead (Redis's `scriptVerifyClusterState`).
     pub fn script_error(&self) -> Error {
         Error::msg(match self {
-            Redirect::DownReadOnly => {
-                "Script attempted to execute a write command while the cluster is down and readonly"
-            }
-            Redirect::Down => "Script attempted to execute a command while the cluster is down",
-            _ => "Script attempted to access a non local key in a cluster node",
+            Redirect::DownReadOnly => text::SCRIPT_DOWN_READONLY,
+            Redirect::Down => text::SCRIPT_DOWN,
+            _ => text::SCRIPT_NON_LOCAL,
         })
     }
 }

@@ -2,6 +2,8 @@
 #![allow(dead_code)]
 
 pub mod case;
+pub mod clients;
+pub mod cluster;
 pub mod inproc;
 pub mod process;
 pub mod real_redis;

@@ -12,6 +12,7 @@ mod view;
 use crate::cluster::Cluster;
 use crate::command::flags::{ADMIN, FAST, LOADING, NOSCRIPT, NO_ASYNC_LOADING, STALE};
 use crate::command::{Args, CommandSpec};
+use crate::error::cluster::unknown_node;
 use crate::error::{self, CmdResult, Error};
 use crate::server::Ctx;
 
@@ -157,7 +158,7 @@ fn cluster<'a>(ctx: &'a mut Ctx) -> Result<&'a mut Cluster, Error> {
     ctx.srv
         .cluster
         .as_deref_mut()
-        .ok_or(Error::msg(error::CLUSTER_DISABLED))
+        .ok_or(Error::msg(error::cluster::DISABLED))
 }
 
 /// After a change of the view: nodes.conf is written and the state
@@ -173,11 +174,6 @@ fn changed(ctx: &mut Ctx) {
     }
     crate::cluster::channels::after_change(ctx.srv, ctx.client);
     crate::cluster::cron(ctx.srv);
-}
-
-/// `ERR Unknown node <id>`.
-fn unknown_node(id: &[u8]) -> Error {
-    Error::Msg(format!("Unknown node {}", String::from_utf8_lossy(id)).into())
 }
 
 /// ```text

@@ -3,17 +3,10 @@
 use super::{changed, cluster, unknown_node};
 use crate::cluster::slot::SLOTS;
 use crate::command::Args;
+use crate::error::cluster::{self as text, needs_bus};
 use crate::error::{CmdResult, Error};
 use crate::resp::decode::parse_i64;
 use crate::server::Ctx;
-
-/// What MEET, REPLICATE and FAILOVER answer once their checks pass: they
-/// need the cluster bus, which Oxidis does not have yet.
-fn needs_bus(what: &str) -> Error {
-    Error::Msg(
-        format!("CLUSTER {what} needs the cluster bus, which Oxidis does not have yet").into(),
-    )
-}
 
 /// ```text
 /// CLUSTER RESET [HARD|SOFT]
@@ -29,9 +22,7 @@ pub fn reset(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     };
     let db = ctx.client.db;
     if !ctx.srv.ks.dbs[db].is_empty() {
-        return Err(Error::msg(
-            "CLUSTER RESET can't be called with master nodes containing keys",
-        ));
+        return Err(Error::msg(text::RESET_WITH_KEYS));
     }
     let new_id = hard.then(|| crate::cluster::node::random_id(&mut ctx.srv.rng));
     if let Some(c) = ctx.srv.cluster.as_deref_mut() {
@@ -62,15 +53,8 @@ pub fn reset(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// ```
 pub fn saveconfig(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
     let c = cluster(ctx)?;
-    crate::cluster::config_file::save(c).map_err(|e| {
-        Error::Msg(
-            format!(
-                "error saving the cluster node config: {}",
-                crate::config::os_error(&e)
-            )
-            .into(),
-        )
-    })?;
+    crate::cluster::config_file::save(c)
+        .map_err(|e| text::save_failed(&crate::config::os_error(&e)))?;
     ctx.out().ok();
     Ok(())
 }
@@ -101,17 +85,13 @@ pub fn set_config_epoch(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let c = cluster(ctx)?;
     let epoch = parse_i64(args.at(2)).ok_or(Error::NotInteger)?;
     if epoch < 0 {
-        return Err(Error::Msg(
-            format!("Invalid config epoch specified: {epoch}").into(),
-        ));
+        return Err(text::bad_epoch(epoch));
     }
     if c.nodes.len() > 1 {
-        return Err(Error::msg(
-            "The user can assign a config epoch only when the node does not know any other node.",
-        ));
+        return Err(Error::msg(text::EPOCH_WITH_OTHERS));
     }
     if c.me().config_epoch != 0 {
-        return Err(Error::msg("Node config epoch is already non-zero"));
+        return Err(Error::msg(text::EPOCH_NOT_ZERO));
     }
     c.me_mut().config_epoch = epoch as u64;
     c.current_epoch = c.current_epoch.max(epoch as u64);
@@ -144,10 +124,10 @@ pub fn forget(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         .lookup(args.at(2))
         .ok_or_else(|| unknown_node(args.at(2)))?;
     if n == c.myself {
-        return Err(Error::msg("I tried hard but I can't forget myself..."));
+        return Err(Error::msg(text::FORGET_MYSELF));
     }
     if c.me().replica_of.as_deref() == Some(c.nodes[n].id.as_str()) {
-        return Err(Error::msg("Can't forget my master!"));
+        return Err(Error::msg(text::FORGET_MASTER));
     }
     remove_node(c, n);
     changed(ctx);
@@ -186,22 +166,10 @@ pub fn meet(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         return Err(crate::cmd::server::wrong_sub_args(args, "CLUSTER"));
     }
     if parse_i64(args.at(3)).is_none() {
-        return Err(Error::Msg(
-            format!(
-                "Invalid TCP base port specified: {}",
-                String::from_utf8_lossy(args.at(3))
-            )
-            .into(),
-        ));
+        return Err(text::bad_meet_port(args.at(3), false));
     }
     if args.len() == 5 && parse_i64(args.at(4)).is_none() {
-        return Err(Error::Msg(
-            format!(
-                "Invalid TCP bus port specified: {}",
-                String::from_utf8_lossy(args.at(4))
-            )
-            .into(),
-        ));
+        return Err(text::bad_meet_port(args.at(4), true));
     }
     Err(needs_bus("MEET"))
 }
@@ -215,16 +183,14 @@ pub fn replicate(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         .lookup(args.at(2))
         .ok_or_else(|| unknown_node(args.at(2)))?;
     if n == c.myself {
-        return Err(Error::msg("Can't replicate myself"));
+        return Err(Error::msg(text::REPLICATE_MYSELF));
     }
     if c.nodes[n].is_replica() {
-        return Err(Error::msg("I can only replicate a master, not a replica."));
+        return Err(Error::msg(text::REPLICATE_REPLICA));
     }
     let has_slots = c.me().numslots != 0;
     if !c.me().is_replica() && (has_slots || !ctx.srv.ks.dbs[0].is_empty()) {
-        return Err(Error::msg(
-            "To set a master the node must be empty and without assigned slots.",
-        ));
+        return Err(Error::msg(text::REPLICATE_NOT_EMPTY));
     }
     Err(needs_bus("REPLICATE"))
 }
@@ -242,7 +208,7 @@ pub fn failover(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         _ => return Err(crate::cmd::server::wrong_sub_args(args, "CLUSTER")),
     }
     if !c.me().is_replica() {
-        return Err(Error::msg("You should send CLUSTER FAILOVER to a replica"));
+        return Err(Error::msg(text::FAILOVER_ON_MASTER));
     }
     Err(needs_bus("FAILOVER"))
 }

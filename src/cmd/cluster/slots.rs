@@ -3,12 +3,12 @@
 use super::{changed, cluster, unknown_node};
 use crate::cluster::slot::{key_slot, parse_slot, SLOTS};
 use crate::command::Args;
-use crate::error::{CmdResult, Error};
+use crate::error::{cluster as text, CmdResult, Error};
 use crate::resp::decode::parse_i64;
 use crate::server::Ctx;
 
 fn bad_slot() -> Error {
-    Error::msg("Invalid or out of range slot")
+    Error::msg(text::BAD_SLOT)
 }
 
 /// ```text
@@ -28,7 +28,7 @@ pub fn countkeysinslot(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     cluster(ctx)?;
     let slot = parse_i64(args.at(2)).ok_or(Error::NotInteger)?;
     if !(0..SLOTS as i64).contains(&slot) {
-        return Err(Error::msg("Invalid slot"));
+        return Err(Error::msg(text::INVALID_SLOT));
     }
     let n = count(ctx, slot as u16);
     ctx.out().int(n as i64);
@@ -51,7 +51,7 @@ pub fn getkeysinslot(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let slot = parse_i64(args.at(2)).ok_or(Error::NotInteger)?;
     let max = parse_i64(args.at(3)).ok_or(Error::NotInteger)?;
     if !(0..SLOTS as i64).contains(&slot) || max < 0 {
-        return Err(Error::msg("Invalid slot or number of keys"));
+        return Err(Error::msg(text::INVALID_SLOT_OR_COUNT));
     }
     let Ctx { srv, client, .. } = ctx;
     let out = &mut client.reply;
@@ -77,14 +77,12 @@ fn marked_slots(ctx: &mut Ctx, args: &Args, del: bool, ranges: bool) -> Result<V
         for s in a..=b {
             let owned = c.owners[s as usize].is_some();
             if del && !owned {
-                return Err(Error::Msg(format!("Slot {s} is already unassigned").into()));
+                return Err(text::slot_unassigned(s));
             } else if !del && owned {
-                return Err(Error::Msg(format!("Slot {s} is already busy").into()));
+                return Err(text::slot_busy(s));
             }
             if std::mem::replace(&mut marked[s as usize], true) {
-                return Err(Error::Msg(
-                    format!("Slot {s} specified multiple times").into(),
-                ));
+                return Err(text::slot_repeated(s));
             }
         }
         Ok(())
@@ -94,9 +92,7 @@ fn marked_slots(ctx: &mut Ctx, args: &Args, del: bool, ranges: bool) -> Result<V
             let a = parse_slot(args.at(i)).ok_or_else(bad_slot)?;
             let b = parse_slot(args.at(i + 1)).ok_or_else(bad_slot)?;
             if a > b {
-                return Err(Error::Msg(
-                    format!("start slot number {a} is greater than end slot number {b}").into(),
-                ));
+                return Err(text::range_reversed(a, b));
             }
             check(a, b)?;
         }
@@ -173,9 +169,7 @@ pub fn delslotsrange(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 pub fn flushslots(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
     cluster(ctx)?;
     if !ctx.srv.ks.dbs[0].is_empty() {
-        return Err(Error::msg(
-            "DB must be empty to perform CLUSTER FLUSHSLOTS.",
-        ));
+        return Err(Error::msg(text::FLUSHSLOTS_NOT_EMPTY));
     }
     if let Some(c) = ctx.srv.cluster.as_deref_mut() {
         let me = c.myself;
@@ -196,7 +190,7 @@ pub fn flushslots(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
 pub fn setslot(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let c = cluster(ctx)?;
     if c.me().is_replica() {
-        return Err(Error::msg("Please use SETSLOT only with masters."));
+        return Err(Error::msg(text::SETSLOT_ON_REPLICA));
     }
     let slot = parse_slot(args.at(2)).ok_or_else(bad_slot)?;
     let action = args.at(3);
@@ -206,29 +200,22 @@ pub fn setslot(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         let id = args.at(4);
         let node = c.lookup(id).ok_or_else(|| unknown(id))?;
         if c.nodes[node].is_replica() {
-            return Err(Error::msg("Target node is not a master"));
+            return Err(Error::msg(text::TARGET_NOT_MASTER));
         }
         Ok(node)
-    };
-    let dont_know = |id: &[u8]| {
-        Error::Msg(format!("I don't know about node {}", String::from_utf8_lossy(id)).into())
     };
     let s = slot as usize;
     if is("migrating") && n == 5 {
         if !c.mine(slot) {
-            return Err(Error::Msg(
-                format!("I'm not the owner of hash slot {slot}").into(),
-            ));
+            return Err(text::not_owner(slot));
         }
-        let node = target(c, dont_know)?;
+        let node = target(c, text::dont_know_node)?;
         c.migrating[s] = Some(node);
     } else if is("importing") && n == 5 {
         if c.mine(slot) {
-            return Err(Error::Msg(
-                format!("I'm already the owner of hash slot {slot}").into(),
-            ));
+            return Err(text::already_owner(slot));
         }
-        let node = target(c, dont_know)?;
+        let node = target(c, text::dont_know_node)?;
         c.importing[s] = Some(node);
     } else if is("stable") && n == 4 {
         c.importing[s] = None;
@@ -243,7 +230,7 @@ pub fn setslot(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             return Ok(());
         };
         if c.mine(slot) && node != c.myself && keys != 0 {
-            return Err(Error::Msg(format!("Can't assign hashslot {slot} to a different node while I still hold keys for this hash slot.").into()));
+            return Err(text::still_has_keys(slot));
         }
         if keys == 0 && c.migrating[s].is_some() {
             c.migrating[s] = None;
@@ -259,9 +246,7 @@ pub fn setslot(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             c.importing[s] = None;
         }
     } else {
-        return Err(Error::msg(
-            "Invalid CLUSTER SETSLOT action or number of arguments. Try CLUSTER HELP",
-        ));
+        return Err(Error::msg(text::SETSLOT_SYNTAX));
     }
     changed(ctx);
     ctx.out().ok();

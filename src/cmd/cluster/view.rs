@@ -155,7 +155,7 @@ pub fn replicas(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         .lookup(args.at(2))
         .ok_or_else(|| unknown_node(args.at(2)))?;
     if c.nodes[n].is_replica() {
-        return Err(Error::msg("The specified node is not a master"));
+        return Err(Error::msg(crate::error::cluster::NOT_A_MASTER));
     }
     let lines: Vec<String> = replicas_of(c, n)
         .map(|r| crate::cluster::config_file::describe_node(c, r))
@@ -227,7 +227,7 @@ pub fn slots(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
     let kind = endpoint_kind(ctx);
     let Ctx { srv, client, .. } = ctx;
     let Some(c) = srv.cluster.as_deref() else {
-        return Err(Error::msg(crate::error::CLUSTER_DISABLED));
+        return Err(Error::msg(crate::error::cluster::DISABLED));
     };
     let out = &mut client.reply;
     let runs = runs(c);
@@ -251,7 +251,7 @@ pub fn shards(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
     let offset = ctx.srv.prop.repl_offset;
     let Ctx { srv, client, .. } = ctx;
     let Some(c) = srv.cluster.as_deref() else {
-        return Err(Error::msg(crate::error::CLUSTER_DISABLED));
+        return Err(Error::msg(crate::error::cluster::DISABLED));
     };
     let out = &mut client.reply;
     let masters: Vec<usize> = (0..c.nodes.len())
