@@ -131,6 +131,10 @@ impl RedisServer {
                 Ok(()) => return Ok(srv),
                 Err(exited) => {
                     let text = std::fs::read_to_string(&log).unwrap_or_default();
+                    // The directory is the caller's and the next try's:
+                    // this attempt's drop must not remove it (a retry
+                    // spawned in a removed directory failed with ENOENT).
+                    srv.dir = PathBuf::new();
                     // A port taken between our probe and its bind: try another.
                     if exited && text.contains("Address already in use") {
                         continue;
