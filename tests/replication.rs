@@ -511,24 +511,20 @@ fn stalled_replica_evicts_nothing(m: &mut Connection, port: u16) {
             .query(m)
             .unwrap();
     }
-    for (k, v) in [
-        ("slowlog-log-slower-than", "-1"),
-        ("latency-tracking", "no"),
-        ("repl-timeout", "1200"),
-        ("maxmemory-policy", "allkeys-random"),
-        (
-            "client-output-buffer-limit",
-            "replica 100000000 100000000 300",
-        ),
-        ("repl-backlog-size", "10240"),
-    ] {
-        let _: () = redis::cmd("CONFIG")
-            .arg("SET")
-            .arg(k)
-            .arg(v)
-            .query(m)
-            .unwrap();
-    }
+    config_set(
+        m,
+        &[
+            ("slowlog-log-slower-than", "-1"),
+            ("latency-tracking", "no"),
+            ("repl-timeout", "1200"),
+            ("maxmemory-policy", "allkeys-random"),
+            (
+                "client-output-buffer-limit",
+                "replica 100000000 100000000 300",
+            ),
+            ("repl-backlog-size", "10240"),
+        ],
+    );
     let (replica, _r) = redis_replica_of(port, &[]);
     let used = info_int(m, "memory", "used_memory");
     let not_counted = info_int(m, "memory", "mem_not_counted_for_evict");
@@ -587,17 +583,13 @@ fn a_stalled_replica_evicts_nothing_as_redis() {
 /// `repl-backlog-size` counts as the backlog's size, so the same load with
 /// a backlog larger than it keeps the replica.
 fn stopped_replica_is_cut_off(m: &mut Connection, port: u16, backlog: &str) -> i64 {
-    for (k, v) in [
-        ("client-output-buffer-limit", "replica 1mb 0 0"),
-        ("repl-backlog-size", backlog),
-    ] {
-        let _: () = redis::cmd("CONFIG")
-            .arg("SET")
-            .arg(k)
-            .arg(v)
-            .query(m)
-            .unwrap();
-    }
+    config_set(
+        m,
+        &[
+            ("client-output-buffer-limit", "replica 1mb 0 0"),
+            ("repl-backlog-size", backlog),
+        ],
+    );
     let (replica, _r) = redis_replica_of(port, &[]);
     signal(replica.pid(), "-STOP");
     let value = "v".repeat(256 * 1024);
@@ -664,19 +656,15 @@ fn useless_child_is_killed(m: &mut Connection, port: u16, diskless: bool) {
         .query(m)
         .unwrap();
     let yes_no = if diskless { "yes" } else { "no" };
-    for (k, v) in [
-        ("save", ""),
-        ("repl-diskless-sync", yes_no),
-        ("repl-diskless-sync-delay", "0"),
-        ("rdb-key-save-delay", "100000"),
-    ] {
-        let _: () = redis::cmd("CONFIG")
-            .arg("SET")
-            .arg(k)
-            .arg(v)
-            .query(m)
-            .unwrap();
-    }
+    config_set(
+        m,
+        &[
+            ("save", ""),
+            ("repl-diskless-sync", yes_no),
+            ("repl-diskless-sync-delay", "0"),
+            ("rdb-key-save-delay", "100000"),
+        ],
+    );
     let replica = raw_replica(port, diskless);
     eventually("the transfer to start", || {
         info_field(m, "persistence", "rdb_bgsave_in_progress") == "1"
@@ -695,5 +683,17 @@ fn a_transfer_nobody_waits_for_is_stopped_as_redis() {
         useless_child_is_killed(&mut redis_master.conn(), redis_master.port, diskless);
         let master = common::start_with(&["--enable-debug-command", "yes"]);
         useless_child_is_killed(&mut common::conn(&master), master.addr().port(), diskless);
+    }
+}
+
+/// CONFIG SET of each pair, in order.
+fn config_set(m: &mut Connection, pairs: &[(&str, &str)]) {
+    for (k, v) in pairs {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg(k)
+            .arg(v)
+            .query(m)
+            .unwrap();
     }
 }
