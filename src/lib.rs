@@ -199,6 +199,10 @@ fn run_on_thread(
                                 let _ = tx.send(Err(std::io::Error::other(e)));
                                 return;
                             }
+                            if let Err(e) = cluster::bus::start(&srv) {
+                                let _ = tx.send(Err(std::io::Error::other(e)));
+                                return;
+                            }
                         }
                         let taps = srv.borrow().prop.hub();
                         let _ = tx.send(Ok((addrs, path, taps)));

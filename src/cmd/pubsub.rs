@@ -201,6 +201,7 @@ fn sunsubscribe(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// Integer: the number of deliveries (channel and pattern subscribers).
 fn publish(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let n = pubsub::publish(ctx.srv, ctx.client, args.at(1), args.at(2));
+    crate::cluster::bus::propagate_publish(ctx.srv, args.at(1), args.at(2), false);
     ctx.out().int(n as i64);
     Ok(())
 }
@@ -211,6 +212,7 @@ fn publish(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// Integer: the number of shard channel subscribers reached.
 fn spublish(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let n = pubsub::publish_shard(ctx.srv, ctx.client, args.at(1), args.at(2));
+    crate::cluster::bus::propagate_publish(ctx.srv, args.at(1), args.at(2), true);
     ctx.out().int(n as i64);
     Ok(())
 }

@@ -40,10 +40,13 @@ pub fn reset(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             c.migrating[s] = None;
             c.del_slot(s as u16);
         }
-        let mut me = c.nodes[c.myself].clone();
-        me.replica_of = None;
-        c.nodes = vec![me];
-        c.myself = 0;
+        let me = c.myself;
+        c.nodes[me].replica_of = None;
+        // Every other node is forgotten, its links closed.
+        while c.nodes.len() > 1 {
+            let other = if c.myself == 0 { 1 } else { 0 };
+            c.del_node(other);
+        }
         if let Some(id) = new_id {
             c.current_epoch = 0;
             c.last_vote_epoch = 0;
@@ -126,12 +129,15 @@ pub fn set_config_epoch(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// ```text
 /// CLUSTER COUNT-FAILURE-REPORTS node-id
 /// ```
-/// Without the bus no node reports failures: 0 for a known node.
+/// The masters' reports about the node that are still valid.
 pub fn count_failure_reports(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    let timeout = crate::cluster::bus::node_timeout(ctx.srv);
     let c = cluster(ctx)?;
-    c.lookup(args.at(2))
+    let n = c
+        .lookup(args.at(2))
         .ok_or_else(|| unknown_node(args.at(2)))?;
-    ctx.out().int(0);
+    let count = crate::cluster::bus::failure::count_reports(c, n, timeout);
+    ctx.out().int(count as i64);
     Ok(())
 }
 
@@ -146,35 +152,18 @@ pub fn forget(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     if n == c.myself {
         return Err(Error::msg("I tried hard but I can't forget myself..."));
     }
-    if c.me().replica_of.as_deref() == Some(c.nodes[n].id.as_str()) {
+    if c.me().is_replica() && c.me().replica_of.as_deref() == Some(c.nodes[n].id.as_str()) {
         return Err(Error::msg("Can't forget my master!"));
     }
-    remove_node(c, n);
+    // Gossip from nodes that still know it may not bring it back for a minute.
+    let until = crate::cluster::bus::now_ms() / 1000 + crate::cluster::bus::BLACKLIST_TTL;
+    let id = c.nodes[n].id.clone();
+    c.bus.blacklist.retain(|(b, _)| *b != id);
+    c.bus.blacklist.push((id, until));
+    c.del_node(n);
     changed(ctx);
     ctx.out().ok();
     Ok(())
-}
-
-/// Drops node `n` and its slots from the view (Redis's `clusterDelNode`).
-fn remove_node(c: &mut crate::cluster::Cluster, n: usize) {
-    for s in 0..SLOTS {
-        for table in [&mut c.importing, &mut c.migrating] {
-            match table[s] {
-                Some(x) if x == n => table[s] = None,
-                Some(x) if x > n => table[s] = Some(x - 1),
-                _ => {}
-            }
-        }
-        match c.owners[s] {
-            Some(x) if x == n => c.owners[s] = None,
-            Some(x) if x > n => c.owners[s] = Some(x - 1),
-            _ => {}
-        }
-    }
-    c.nodes.remove(n);
-    if c.myself > n {
-        c.myself -= 1;
-    }
 }
 
 /// ```text
@@ -194,16 +183,33 @@ pub fn meet(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             .into(),
         ));
     }
-    if args.len() == 5 && parse_i64(args.at(4)).is_none() {
+    let port = parse_i64(args.at(3)).unwrap_or(0);
+    let cport = if args.len() == 5 {
+        parse_i64(args.at(4)).ok_or_else(|| {
+            Error::Msg(
+                format!(
+                    "Invalid TCP bus port specified: {}",
+                    String::from_utf8_lossy(args.at(4))
+                )
+                .into(),
+            )
+        })?
+    } else {
+        port.saturating_add(crate::cluster::PORT_INCR as i64)
+    };
+    let ip = String::from_utf8_lossy(args.at(2)).into_owned();
+    let c = cluster(ctx)?;
+    if !c.start_handshake(&ip, port, cport) {
         return Err(Error::Msg(
             format!(
-                "Invalid TCP bus port specified: {}",
-                String::from_utf8_lossy(args.at(4))
+                "Invalid node address specified: {ip}:{}",
+                String::from_utf8_lossy(args.at(3))
             )
             .into(),
         ));
     }
-    Err(needs_bus("MEET"))
+    ctx.out().ok();
+    Ok(())
 }
 
 /// ```text

@@ -80,27 +80,40 @@ pub fn help(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
 /// ```
 pub fn info(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
     let c = cluster(ctx)?;
-    let (mut assigned, mut ok, mut fail) = (0, 0, 0);
+    let (mut assigned, mut ok, mut pfail, mut fail) = (0, 0, 0, 0);
     for owner in c.owners.iter().flatten() {
         assigned += 1;
-        if c.nodes[*owner].failed() {
+        let n = &c.nodes[*owner];
+        if n.failed() {
             fail += 1;
+        } else if n.flags & node::PFAIL != 0 {
+            pfail += 1;
         } else {
             ok += 1;
         }
     }
-    let text = format!(
+    let mut text = format!(
         "cluster_state:{}\r\ncluster_slots_assigned:{assigned}\r\ncluster_slots_ok:{ok}\r\n\
-         cluster_slots_pfail:0\r\ncluster_slots_fail:{fail}\r\ncluster_known_nodes:{}\r\n\
-         cluster_size:{}\r\ncluster_current_epoch:{}\r\ncluster_my_epoch:{}\r\n\
-         cluster_stats_messages_sent:0\r\ncluster_stats_messages_received:0\r\n\
-         total_cluster_links_buffer_limit_exceeded:0\r\n",
+         cluster_slots_pfail:{pfail}\r\ncluster_slots_fail:{fail}\r\ncluster_known_nodes:{}\r\n\
+         cluster_size:{}\r\ncluster_current_epoch:{}\r\ncluster_my_epoch:{}\r\n",
         if c.ok { "ok" } else { "fail" },
         c.nodes.len(),
         c.size,
         c.current_epoch,
         my_epoch(c),
     );
+    // Messages by type, only the types seen (Redis's order and names).
+    for (dir, counts) in [("sent", &c.bus.sent), ("received", &c.bus.received)] {
+        for (t, n) in counts.iter().enumerate().filter(|(_, n)| **n != 0) {
+            text.push_str(&format!(
+                "cluster_stats_messages_{}_{dir}:{n}\r\n",
+                crate::cluster::bus::msg::type_name(t)
+            ));
+        }
+        let total: u64 = counts.iter().sum();
+        text.push_str(&format!("cluster_stats_messages_{dir}:{total}\r\n"));
+    }
+    text.push_str("total_cluster_links_buffer_limit_exceeded:0\r\n");
     ctx.out().verbatim(text.as_bytes());
     Ok(())
 }
@@ -139,10 +152,44 @@ pub fn nodes(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
 /// ```text
 /// CLUSTER LINKS
 /// ```
-/// No bus, no links: an empty array.
+/// Each node's outbound link, then its inbound one (Redis's order).
 pub fn links(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
-    cluster(ctx)?;
-    ctx.out().array(0);
+    let Ctx { srv, client, .. } = ctx;
+    let Some(c) = srv.cluster.as_deref() else {
+        return Err(Error::msg(crate::error::CLUSTER_DISABLED));
+    };
+    let out = &mut client.reply;
+    let list: Vec<(&crate::cluster::bus::Link, &str)> = c
+        .nodes
+        .iter()
+        .flat_map(|n| {
+            [n.link, n.inbound_link]
+                .into_iter()
+                .flatten()
+                .map(move |l| (l, n))
+        })
+        .filter_map(|(l, n)| Some((c.bus.links.get(&l)?, n.id.as_str())))
+        .collect();
+    out.array(list.len());
+    for (l, node) in list {
+        out.map(6);
+        out.bulk(b"direction");
+        out.bulk(if l.inbound { &b"from"[..] } else { b"to" });
+        out.bulk(b"node");
+        out.bulk(node.as_bytes());
+        out.bulk(b"create-time");
+        out.int(l.ctime);
+        out.bulk(b"events");
+        out.bulk(if l.sndbuf.is_empty() {
+            &b"r"[..]
+        } else {
+            b"rw"
+        });
+        out.bulk(b"send-buffer-allocated");
+        out.int(l.sndbuf.capacity() as i64);
+        out.bulk(b"send-buffer-used");
+        out.int(l.sndbuf.len() as i64);
+    }
     Ok(())
 }
 
