@@ -143,14 +143,18 @@ pub fn spawn_connect(
     let srv2 = srv.clone();
     let task = tokio::task::spawn_local(async move {
         let srv = srv2;
+        // An address, never a name to resolve (as Redis's connect).
+        let Ok(addr) = ip.parse::<std::net::IpAddr>() else {
+            return failed(&srv, id, &ip, cport, "Invalid argument");
+        };
         let conn = tokio::time::timeout(
             Duration::from_millis(timeout.max(1) as u64),
-            TcpStream::connect((ip.as_str(), cport)),
+            TcpStream::connect((addr, cport)),
         )
         .await;
         let stream = match conn {
             Ok(Ok(s)) => s,
-            Ok(Err(e)) => return failed(&srv, id, &ip, cport, &e.to_string()),
+            Ok(Err(e)) => return failed(&srv, id, &ip, cport, &crate::config::os_error(&e)),
             Err(_) => return failed(&srv, id, &ip, cport, "connection timed out"),
         };
         let _ = stream.set_nodelay(true);

@@ -259,14 +259,31 @@ pub fn random_name(bus: &mut Bus) -> String {
 /// Starts the bus of a cluster-mode server: binds the bus port and spawns
 /// the accept loop and the cron. An error when the port cannot be bound
 /// (Redis exits then).
-pub fn start(srv: &Rc<RefCell<Server>>) -> Result<(), String> {
+pub fn start(srv: &Rc<RefCell<Server>>, ephemeral: bool) -> Result<(), String> {
     let listeners = {
-        let s = srv.borrow();
-        let Some(c) = s.cluster.as_deref() else {
+        let mut guard = srv.borrow_mut();
+        let s = &mut *guard;
+        let Some(c) = s.cluster.as_deref_mut() else {
             return Ok(());
         };
-        let cport = bus_port(&s.config, c);
-        link::bind(&s.config, cport)?
+        let fixed = s.config.get_i64("cluster-port") != 0;
+        let cport = if ephemeral && !fixed {
+            0
+        } else {
+            bus_port(&s.config)
+        };
+        let listeners = link::bind(&s.config, cport)?;
+        if cport == 0 {
+            // The port the OS picked is this node's bus port.
+            if let Some(p) = listeners.first().and_then(|l| l.local_addr().ok()) {
+                let _ = s
+                    .config
+                    .set("cluster-port", p.port().to_string().as_bytes());
+                c.announce(&s.config);
+                let _ = super::config_file::save(c);
+            }
+        }
+        listeners
     };
     for l in listeners {
         link::spawn_accept(srv, l);
@@ -286,7 +303,7 @@ pub fn start(srv: &Rc<RefCell<Server>>) -> Result<(), String> {
 }
 
 /// The port the bus listens on: `cluster-port`, else the client port + 10000.
-fn bus_port(config: &crate::Config, _c: &Cluster) -> u16 {
+fn bus_port(config: &crate::Config) -> u16 {
     let p = config.get_i64("cluster-port");
     if p != 0 {
         p as u16
