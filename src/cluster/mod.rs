@@ -55,6 +55,9 @@ pub struct Cluster {
     /// Slots this node lost to the bus while it may hold keys in them
     /// (their keys are deleted once the message is handled).
     pub dirty_slots: Vec<u16>,
+    /// A master that took this node's (or its master's) slots: (node,
+    /// slots it claims, slots it took from us), for `bus::role`.
+    pub new_master: Option<(usize, usize, usize)>,
     /// `cluster-announce-ip` (sent in every header when set).
     pub announced_ip: String,
     pub bus: bus::Bus,
@@ -79,6 +82,7 @@ impl Cluster {
             served: vec![false; SLOTS],
             not_claiming: vec![false; SLOTS],
             dirty_slots: Vec::new(),
+            new_master: None,
             announced_ip: String::new(),
             bus: bus::Bus::default(),
         }

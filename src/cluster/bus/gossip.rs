@@ -280,7 +280,7 @@ pub fn process(srv: &mut Server, lid: u64, m: Msg) -> bool {
                 c.nodes[s].hostname = h;
             }
             // The slots changed may be ours: keys of lost slots go.
-            drop_dirty_keys(srv);
+            after_slots_update(srv);
         }
         (msg::FAIL, Body::Fail { about }) => match sender {
             Some(_) => {
@@ -341,7 +341,7 @@ pub fn process(srv: &mut Server, lid: u64, m: Msg) -> bool {
             c.nodes[n].config_epoch = *config_epoch;
             c.todo(TODO_SAVE_CONFIG);
             update_slots_config_with(c, n, *config_epoch, slots);
-            drop_dirty_keys(srv);
+            after_slots_update(srv);
         }
         (msg::FAILOVER_AUTH_REQUEST | msg::FAILOVER_AUTH_ACK | msg::MFSTART, _) => {
             // Replicas and failover are not built yet: no vote is given.
@@ -593,9 +593,9 @@ fn handle_epoch_collision(c: &mut Cluster, s: usize) {
 
 /// Binds the slots `slots` claims to `sender` where its epoch wins
 /// (Redis's `clusterUpdateSlotsConfigWith`). Slots this node loses are
-/// recorded in `Cluster::dirty_slots`, whose keys `drop_dirty_keys`
-/// deletes (a node left without slots would become a replica of the
-/// sender in Redis: not built yet, so its keys go too).
+/// recorded in `Cluster::dirty_slots`, and a master left without slots in
+/// `Cluster::new_master`: `after_slots_update` makes it a replica of the
+/// sender, or deletes the keys of the lost slots.
 pub fn update_slots_config_with(c: &mut Cluster, sender: usize, epoch: u64, slots: &msg::Slots) {
     if sender == c.myself {
         crate::log::warning("Discarding UPDATE message about myself.");
@@ -612,8 +612,10 @@ pub fn update_slots_config_with(c: &mut Cluster, sender: usize, epoch: u64, slot
     };
     let mut dirty = Vec::new();
     let mut new_master = false;
+    let (mut sender_slots, mut migrated) = (0, 0);
     for j in 0..SLOTS {
         if msg::slot_bit(slots, j) {
+            sender_slots += 1;
             if c.owners[j] == Some(sender) {
                 c.not_claiming[j] = false;
                 continue;
@@ -631,6 +633,7 @@ pub fn update_slots_config_with(c: &mut Cluster, sender: usize, epoch: u64, slot
                 }
                 if c.owners[j].is_some() && c.owners[j] == curmaster {
                     new_master = true;
+                    migrated += 1;
                 }
                 c.del_slot(j as u16);
                 c.add_slot(j as u16, sender);
@@ -643,21 +646,32 @@ pub fn update_slots_config_with(c: &mut Cluster, sender: usize, epoch: u64, slot
             c.not_claiming[j] = true;
         }
     }
-    if new_master && curmaster.is_some_and(|m| c.nodes[m].numslots == 0) {
-        crate::log::warning(&format!(
-            "Configuration change detected: {} took all my slots; Oxidis does not turn itself into a replica yet",
-            c.nodes[sender].id
-        ));
+    if new_master {
+        // `role::follow_new_master` decides once the message is handled.
+        c.new_master = Some((sender, sender_slots, migrated));
     }
     c.dirty_slots.extend(dirty);
 }
 
-/// Deletes the keys of slots this node lost while holding keys (Redis's
-/// `delKeysInSlot` after `clusterUpdateSlotsConfigWith`).
-fn drop_dirty_keys(srv: &mut Server) {
+/// After a slot update: a master that lost all its slots to one node
+/// follows it as a replica (its data comes from the new master); otherwise
+/// the keys of the slots it lost are deleted (Redis's `delKeysInSlot`).
+fn after_slots_update(srv: &mut Server) {
     let Some(c) = srv.cluster.as_deref_mut() else {
         return;
     };
+    if let Some((sender, _, _)) = c.new_master {
+        if super::role::follow_new_master(srv, sender) {
+            if let Some(c) = srv.cluster.as_deref_mut() {
+                c.dirty_slots.clear();
+            }
+            return;
+        }
+    }
+    let Some(c) = srv.cluster.as_deref_mut() else {
+        return;
+    };
+    c.new_master = None;
     if c.dirty_slots.is_empty() {
         return;
     }

@@ -1,7 +1,7 @@
 //! The cluster bus (Redis 7.0's, byte-compatible): links between nodes, the periodic PINGs, and the work a message leaves to do.
 //!
-//! Each node listens on its bus port (`cluster-port`, or the client port
-//! + 10000) and opens one link to every node it knows (`Node::link`); the
+//! Each node listens on its bus port (`cluster-port`, or 10000 above the
+//! client port) and opens one link to every node it knows (`Node::link`); the
 //! links other nodes open to it are inbound (`Node::inbound_link` once the
 //! sender is known). A link is a task (`link`) that moves bytes; what the
 //! bytes mean is decided with the server borrowed, synchronously, by
@@ -17,6 +17,7 @@ pub mod failure;
 pub mod gossip;
 pub mod link;
 pub mod msg;
+pub mod role;
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -371,12 +372,18 @@ fn cron(rc: &Rc<RefCell<Server>>, srv: &mut Server) {
     if failure::check_timeouts(c, timeout, offset) || !c.ok {
         c.todo(TODO_UPDATE_STATE);
     }
+    role::cron(srv);
     before_sleep(srv);
 }
 
-/// The replication offset a header carries (the master's offset).
+/// The replication offset a header carries: the master's offset, or what
+/// a replica processed.
 pub fn repl_offset(srv: &Server) -> u64 {
-    srv.prop.repl_offset.max(0) as u64
+    if crate::repl::replica::is_replica(srv) {
+        crate::repl::replica::slave_offset(srv).max(0) as u64
+    } else {
+        srv.prop.repl_offset.max(0) as u64
+    }
 }
 
 /// Does what the last event left to do (Redis's `clusterBeforeSleep`):

@@ -338,9 +338,10 @@ fn parse_ping(hdr: &Header, data: &[u8]) -> Option<Body> {
                 return None;
             }
             let len = be32(rest, 0) as usize;
-            // Redis reads a 16-bit length here; a length that is not a
-            // multiple of 8, or longer than what is left, drops the message.
-            if len % 8 != 0 || len > rest.len() || len < 8 {
+            // A length that is not a multiple of 8, or longer than what is
+            // left, drops the message (as Redis); so does one shorter than
+            // the extension's own header, which Redis would read past.
+            if !len.is_multiple_of(8) || len > rest.len() || len < 8 {
                 return None;
             }
             let kind = be16(rest, 4);

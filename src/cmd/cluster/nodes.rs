@@ -28,10 +28,24 @@ pub fn reset(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         _ => return Err(crate::cmd::server::wrong_sub_args(args, "CLUSTER")),
     };
     let db = ctx.client.db;
-    if !ctx.srv.ks.dbs[db].is_empty() {
+    let replica = ctx.srv.cluster.as_deref().is_some_and(|c| c.me().is_replica());
+    if !replica && !ctx.srv.ks.dbs[db].is_empty() {
         return Err(Error::msg(
             "CLUSTER RESET can't be called with master nodes containing keys",
         ));
+    }
+    if replica {
+        // A replica turns master again and drops its data (Redis's
+        // clusterReset: replicationUnsetMaster, emptyData).
+        crate::repl::replica::unset_master(ctx.srv);
+        for db in ctx.srv.ks.dbs.iter_mut() {
+            db.clear(false);
+        }
+        if let Some(c) = ctx.srv.cluster.as_deref_mut() {
+            let me = c.me_mut();
+            me.flags &= !crate::cluster::node::SLAVE;
+            me.flags |= crate::cluster::node::MASTER;
+        }
     }
     let new_id = hard.then(|| crate::cluster::node::random_id(&mut ctx.srv.rng));
     if let Some(c) = ctx.srv.cluster.as_deref_mut() {
@@ -232,7 +246,10 @@ pub fn replicate(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             "To set a master the node must be empty and without assigned slots.",
         ));
     }
-    Err(needs_bus("REPLICATE"))
+    crate::cluster::bus::role::set_master(ctx.srv, n);
+    crate::cluster::bus::before_sleep(ctx.srv);
+    ctx.out().ok();
+    Ok(())
 }
 
 /// ```text

@@ -272,6 +272,7 @@ fn runs(c: &Cluster) -> Vec<(u16, u16, usize)> {
 /// ```
 pub fn slots(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
     let kind = endpoint_kind(ctx);
+    let my_offset = crate::cluster::bus::repl_offset(ctx.srv);
     let Ctx { srv, client, .. } = ctx;
     let Some(c) = srv.cluster.as_deref() else {
         return Err(Error::msg(crate::error::CLUSTER_DISABLED));
@@ -280,12 +281,26 @@ pub fn slots(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
     let runs = runs(c);
     out.array(runs.len());
     for (a, b, n) in runs {
-        // Replicas are listed once their sync began; without the bus
-        // none has (Redis's isReplicaAvailable).
-        out.array(3);
+        // Replicas are listed once their sync began (Redis's
+        // isReplicaAvailable: not failed, a non-zero offset).
+        let replicas: Vec<usize> = replicas_of(c, n)
+            .filter(|&r| {
+                let node = &c.nodes[r];
+                let offset = if node.is_myself() {
+                    my_offset
+                } else {
+                    node.repl_offset
+                };
+                !node.failed() && offset != 0
+            })
+            .collect();
+        out.array(3 + replicas.len());
         out.int(a as i64);
         out.int(b as i64);
         node_entry(out, &c.nodes[n], &kind);
+        for r in replicas {
+            node_entry(out, &c.nodes[r], &kind);
+        }
     }
     Ok(())
 }
@@ -295,7 +310,7 @@ pub fn slots(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
 /// ```
 pub fn shards(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
     let kind = endpoint_kind(ctx);
-    let offset = ctx.srv.prop.repl_offset;
+    let offset = crate::cluster::bus::repl_offset(ctx.srv) as i64;
     let Ctx { srv, client, .. } = ctx;
     let Some(c) = srv.cluster.as_deref() else {
         return Err(Error::msg(crate::error::CLUSTER_DISABLED));
@@ -344,7 +359,11 @@ fn shard_node(out: &mut Reply, c: &Cluster, n: usize, kind: &str, my_offset: i64
         out.bulk(b"hostname");
         out.bulk(node.hostname.as_bytes());
     }
-    let offset = if node.is_myself() { my_offset } else { 0 };
+    let offset = if node.is_myself() {
+        my_offset
+    } else {
+        node.repl_offset as i64
+    };
     out.bulk(b"role");
     out.bulk(if node.is_replica() {
         &b"replica"[..]
