@@ -43,6 +43,9 @@ pub fn header(c: &Cluster, kind: u16, offset: u64) -> Header {
     h.current_epoch = c.current_epoch;
     h.config_epoch = c.nodes[master].config_epoch;
     h.offset = offset;
+    if me.flags & MASTER != 0 && c.bus.election.mf_end != 0 {
+        h.mflags[0] |= msg::FLAG0_PAUSED;
+    }
     h
 }
 
@@ -233,6 +236,7 @@ pub fn process(srv: &mut Server, lid: u64, m: Msg) -> bool {
                 c.todo(TODO_SAVE_CONFIG);
             }
             c.nodes[s].repl_offset = hdr.offset;
+            super::failover::master_paused(c, s, hdr);
         }
     }
     match (kind, &m.body) {
@@ -343,8 +347,22 @@ pub fn process(srv: &mut Server, lid: u64, m: Msg) -> bool {
             update_slots_config_with(c, n, *config_epoch, slots);
             after_slots_update(srv);
         }
-        (msg::FAILOVER_AUTH_REQUEST | msg::FAILOVER_AUTH_ACK | msg::MFSTART, _) => {
-            // Replicas and failover are not built yet: no vote is given.
+        (msg::FAILOVER_AUTH_REQUEST, _) => {
+            if let Some(s) = sender {
+                super::failover::vote(c, s, hdr, timeout, offset);
+            }
+        }
+        (msg::FAILOVER_AUTH_ACK, _) => {
+            if let Some(s) = sender {
+                super::failover::vote_received(c, s, hdr.current_epoch);
+                // The quorum may be there: no need to wait for the cron.
+                super::failover::handle(srv);
+            }
+        }
+        (msg::MFSTART, _) => {
+            if let Some(s) = sender {
+                super::failover::mf_start(srv, s, lid);
+            }
         }
         (msg::MODULE, _) => {}
         _ => crate::log::warning(&format!("Received unknown packet type: {kind}")),

@@ -13,6 +13,7 @@
 //! both sides and aborts its task. Node indices shift when a node is
 //! deleted (`Cluster::del_node` fixes every table that holds one).
 
+pub mod failover;
 pub mod failure;
 pub mod gossip;
 pub mod link;
@@ -78,6 +79,10 @@ pub struct Bus {
     /// Nodes in PFAIL at the last cron (extra gossip entries per PING).
     pub pfail_nodes: usize,
     rng: Option<crate::server::Rng>,
+    /// Elections and manual failovers (`failover`).
+    pub election: failover::Election,
+    /// When this master last voted for a replica of each master (by id).
+    pub voted: std::collections::HashMap<String, i64>,
 }
 
 impl Bus {
@@ -373,6 +378,7 @@ fn cron(rc: &Rc<RefCell<Server>>, srv: &mut Server) {
         c.todo(TODO_UPDATE_STATE);
     }
     role::cron(srv);
+    failover::handle(srv);
     before_sleep(srv);
 }
 

@@ -27,6 +27,7 @@ pub fn set_master(srv: &mut Server, n: usize) {
     let (ip, port) = (c.nodes[n].ip.clone(), c.nodes[n].port);
     c.todo(TODO_SAVE_CONFIG | TODO_UPDATE_STATE | TODO_SLOTS);
     crate::repl::replica::set_master(srv, &ip, port);
+    super::failover::reset_manual(srv);
 }
 
 /// The cron's check (Redis's `clusterCron`): a replica whose replication

@@ -7,14 +7,6 @@ use crate::error::{CmdResult, Error};
 use crate::resp::decode::parse_i64;
 use crate::server::Ctx;
 
-/// What MEET, REPLICATE and FAILOVER answer once their checks pass: they
-/// need the cluster bus, which Oxidis does not have yet.
-fn needs_bus(what: &str) -> Error {
-    Error::Msg(
-        format!("CLUSTER {what} needs the cluster bus, which Oxidis does not have yet").into(),
-    )
-}
-
 /// ```text
 /// CLUSTER RESET [HARD|SOFT]
 /// ```
@@ -264,8 +256,28 @@ pub fn failover(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         3 => return Err(Error::Syntax),
         _ => return Err(crate::cmd::server::wrong_sub_args(args, "CLUSTER")),
     }
+    let (force, takeover) = match args.len() {
+        3 if args.at(2).eq_ignore_ascii_case(b"force") => (true, false),
+        3 => (false, true),
+        _ => (false, false),
+    };
     if !c.me().is_replica() {
         return Err(Error::msg("You should send CLUSTER FAILOVER to a replica"));
     }
-    Err(needs_bus("FAILOVER"))
+    let master = c
+        .me()
+        .replica_of
+        .as_deref()
+        .and_then(|m| c.lookup(m.as_bytes()));
+    let Some(master) = master else {
+        return Err(Error::msg("I'm a replica but my master is unknown to me"));
+    };
+    if !force && !takeover && (c.nodes[master].failed() || c.nodes[master].link.is_none()) {
+        return Err(Error::msg(
+            "Master is down or failed, please use CLUSTER FAILOVER FORCE",
+        ));
+    }
+    crate::cluster::bus::failover::manual(ctx.srv, force, takeover);
+    ctx.out().ok();
+    Ok(())
 }
