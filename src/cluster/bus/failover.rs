@@ -40,6 +40,13 @@ pub struct Election {
     pub mf_replica: Option<String>,
 }
 
+/// True while this master holds writes for a replica's manual failover.
+pub fn in_progress(srv: &Server) -> bool {
+    srv.cluster
+        .as_deref()
+        .is_some_and(|c| c.bus.election.mf_replica.is_some())
+}
+
 /// Ends a manual failover (Redis's `resetManualFailover`): a master
 /// lets its writes go again.
 pub fn reset_manual(srv: &mut Server) {
