@@ -466,3 +466,161 @@ fn bad_bus_input_closes_the_link_and_never_hurts_the_node() {
     let info = ours.text(&["CLUSTER", "INFO"]);
     assert!(info.contains("cluster_slots_assigned:0\r\n"), "{info}");
 }
+
+/// Three masters and a replica of the first, once the replica's link is up.
+fn masters_and_replica(real: bool, tag: &str) -> Vec<Node> {
+    let mut nodes = three_masters(real, tag);
+    let r = Node::start(real, &format!("{tag}r"));
+    let (p, c) = (nodes[0].port().to_string(), nodes[0].cport().to_string());
+    r.cmd(&["CLUSTER", "MEET", "127.0.0.1", &p, &c]).unwrap();
+    let master = nodes[0].id();
+    let rid = r.id();
+    wait_for("the replica is known everywhere", || {
+        nodes
+            .iter()
+            .all(|n| n.text(&["CLUSTER", "NODES"]).contains(&rid))
+            .then_some(())
+    });
+    r.cmd(&["CLUSTER", "REPLICATE", &master]).unwrap();
+    nodes[0].cmd(&["SET", "bar", "v"]).unwrap();
+    wait_for("the replica's link is up and it has the data", || {
+        let info = r.text(&["INFO", "replication"]);
+        let mut c = r.conn();
+        let _ = try_cmd(&mut c, &["READONLY"]);
+        let got = try_cmd(&mut c, &["GET", "bar"]);
+        (info.contains("master_link_status:up")
+            && got == Ok(redis::Value::BulkString(b"v".to_vec())))
+        .then_some(())
+    });
+    nodes.push(r);
+    nodes
+}
+
+/// Each node's roles and slots (by place in `nodes`), as `by` sees them.
+fn roles(by: &Node, nodes: &[&Node]) -> Vec<String> {
+    let mut v: Vec<String> = nodes_shape(&by.text(&["CLUSTER", "NODES"]), nodes)
+        .into_iter()
+        .map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            let flags = f[2].replace("myself,", "");
+            let slots = f[8..].join(" ");
+            format!("{} {flags} {} {slots}", f[0], f[3])
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// The replica of a killed master takes its slots.
+fn failover_after_kill(real: bool) -> Vec<Vec<String>> {
+    let tag = if real { "bus-fo-r" } else { "bus-fo" };
+    let mut nodes: Vec<Option<Node>> = masters_and_replica(real, tag)
+        .into_iter()
+        .map(Some)
+        .collect();
+    let all: Vec<String> = nodes.iter().map(|n| n.as_ref().unwrap().id()).collect();
+    let ports: Vec<u16> = nodes.iter().map(|n| n.as_ref().unwrap().port()).collect();
+    drop(nodes[0].take());
+    let replica = nodes[3].as_ref().unwrap();
+    wait_for("the replica is the master of slots 0-5460", || {
+        let n = replica.text(&["CLUSTER", "NODES"]);
+        n.lines()
+            .any(|l| l.contains("myself,master") && l.ends_with(" 0-5460"))
+            .then_some(())
+    });
+    let mut c = replica.conn();
+    assert_eq!(
+        try_cmd(&mut c, &["GET", "bar"]),
+        Ok(redis::Value::BulkString(b"v".to_vec()))
+    );
+    let alive: Vec<&Node> = nodes.iter().flatten().collect();
+    for n in &alive {
+        wait_for("everyone sees the new master", || {
+            let state = n.text(&["CLUSTER", "INFO"]).starts_with("cluster_state:ok");
+            let text = n.text(&["CLUSTER", "NODES"]);
+            (state
+                && text
+                    .lines()
+                    .any(|l| l.starts_with(&all[3]) && l.contains("master")))
+            .then_some(())
+        });
+    }
+    alive
+        .iter()
+        .map(|n| {
+            let text = n.text(&["CLUSTER", "NODES"]);
+            let mut v: Vec<String> = text
+                .lines()
+                .map(|l| {
+                    let f: Vec<&str> = l.split(' ').collect();
+                    let i = all.iter().position(|id| id == f[0]).unwrap();
+                    let master = all
+                        .iter()
+                        .position(|id| id == f[3])
+                        .map_or("-".to_string(), |m| format!("n{m}"));
+                    let _ = ports[i];
+                    format!(
+                        "n{i} {} {master} {}",
+                        f[2].replace("myself,", ""),
+                        f[8..].join(" ")
+                    )
+                })
+                .collect();
+            v.sort();
+            v
+        })
+        .collect()
+}
+
+#[test]
+fn the_replica_of_a_failed_master_takes_its_slots() {
+    let theirs = failover_after_kill(true);
+    let ours = failover_after_kill(false);
+    assert_eq!(ours, theirs);
+}
+
+/// CLUSTER FAILOVER `mode` on the replica: the replica serves the slots and
+/// the old master becomes its replica.
+fn manual_failover(real: bool, mode: &str) -> Vec<Vec<String>> {
+    let tag = format!(
+        "bus-mf{}{}",
+        mode.to_lowercase(),
+        if real { "r" } else { "" }
+    );
+    let nodes = masters_and_replica(real, &tag);
+    let refs: Vec<&Node> = nodes.iter().collect();
+    let mut args = vec!["CLUSTER", "FAILOVER"];
+    if !mode.is_empty() {
+        args.push(mode);
+    }
+    nodes[3].cmd(&args).unwrap();
+    let rid = nodes[3].id();
+    for n in &nodes {
+        wait_for("the old master follows the new one everywhere", || {
+            let text = n.text(&["CLUSTER", "NODES"]);
+            let new_master = text
+                .lines()
+                .any(|l| l.starts_with(&rid) && l.contains("master") && l.ends_with(" 0-5460"));
+            let old_replica = text
+                .lines()
+                .any(|l| l.starts_with(&refs[0].id()) && l.contains(&format!("slave {rid}")));
+            (new_master && old_replica).then_some(())
+        });
+    }
+    wait_for("the old master replicates the new one", || {
+        nodes[0]
+            .text(&["INFO", "replication"])
+            .contains("master_link_status:up")
+            .then_some(())
+    });
+    nodes.iter().map(|n| roles(n, &refs)).collect()
+}
+
+#[test]
+fn cluster_failover_takeover_and_force_swap_the_roles() {
+    for mode in ["TAKEOVER", "FORCE"] {
+        let theirs = manual_failover(true, mode);
+        let ours = manual_failover(false, mode);
+        assert_eq!(ours, theirs, "{mode}");
+    }
+}

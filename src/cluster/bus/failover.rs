@@ -110,9 +110,7 @@ pub fn handle(srv: &mut Server) {
     let e = &mut c.bus.election;
     if e.mf_end != 0 && !e.mf_can_start && e.mf_master_offset == offset as i64 {
         e.mf_can_start = true;
-        crate::log::warning(
-            "All master replication stream processed, manual failover can start.",
-        );
+        crate::log::warning("All master replication stream processed, manual failover can start.");
     }
     let manual = e.mf_end != 0 && e.mf_can_start;
     let Some(master) = c.nodes[me]
@@ -362,8 +360,7 @@ pub fn master_paused(c: &mut Cluster, sender: usize, hdr: &msg::Header) {
     let e = &c.bus.election;
     let mine = c.me().flags & SLAVE != 0
         && c.me().replica_of.as_deref() == Some(c.nodes[sender].id.as_str());
-    if e.mf_end != 0 && mine && hdr.mflags[0] & msg::FLAG0_PAUSED != 0 && e.mf_master_offset == -1
-    {
+    if e.mf_end != 0 && mine && hdr.mflags[0] & msg::FLAG0_PAUSED != 0 && e.mf_master_offset == -1 {
         c.bus.election.mf_master_offset = hdr.offset as i64;
         crate::log::warning(&format!(
             "Received replication offset for paused master manual failover: {}",

@@ -41,7 +41,11 @@ pub fn cron(srv: &mut Server) {
     if me.flags & SLAVE == 0 {
         return;
     }
-    let Some(m) = me.replica_of.as_deref().and_then(|m| c.lookup(m.as_bytes())) else {
+    let Some(m) = me
+        .replica_of
+        .as_deref()
+        .and_then(|m| c.lookup(m.as_bytes()))
+    else {
         return;
     };
     let master = &c.nodes[m];
@@ -49,11 +53,7 @@ pub fn cron(srv: &mut Server) {
         return;
     }
     let (ip, port) = (master.ip.clone(), master.port);
-    let following = srv
-        .replica
-        .link
-        .as_ref()
-        .map(|l| (l.host.clone(), l.port));
+    let following = srv.replica.link.as_ref().map(|l| (l.host.clone(), l.port));
     if following != Some((ip.clone(), port)) {
         crate::repl::replica::set_master(srv, &ip, port);
     }

@@ -20,7 +20,11 @@ pub fn reset(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         _ => return Err(crate::cmd::server::wrong_sub_args(args, "CLUSTER")),
     };
     let db = ctx.client.db;
-    let replica = ctx.srv.cluster.as_deref().is_some_and(|c| c.me().is_replica());
+    let replica = ctx
+        .srv
+        .cluster
+        .as_deref()
+        .is_some_and(|c| c.me().is_replica());
     if !replica && !ctx.srv.ks.dbs[db].is_empty() {
         return Err(Error::msg(
             "CLUSTER RESET can't be called with master nodes containing keys",
