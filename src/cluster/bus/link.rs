@@ -295,7 +295,13 @@ fn drain(srv: &Rc<RefCell<Server>>, id: u64, rcv: &mut Vec<u8>) -> bool {
         {
             return false;
         }
+        // DEBUG DROP-CLUSTER-PACKET-FILTER <type>: such messages are dropped.
+        let filter = s.debug.drop_packet_filter;
         let alive = match parsed {
+            Some(m) if filter >= 0 && m.hdr.kind as i64 == filter => {
+                crate::log::warning("Dropping packet that matches debug drop filter");
+                true
+            }
             Some(m) => super::gossip::process(&mut s, id, m),
             None => {
                 // Counted as received, then dropped (Redis's sanity checks).

@@ -255,6 +255,31 @@ impl Cluster {
     }
 }
 
+/// DEBUG CLUSTERLINK KILL to|from|all <node-id>: frees the node's outbound,
+/// inbound or both links; the error text for an unknown node or direction.
+pub fn kill_links(c: &mut Cluster, dir: &[u8], id: &[u8]) -> Result<(), String> {
+    let Some(n) = c.lookup(id) else {
+        return Err(format!("Unknown node {}", String::from_utf8_lossy(id)));
+    };
+    let (out, inb) = (c.nodes[n].link, c.nodes[n].inbound_link);
+    let links = if dir.eq_ignore_ascii_case(b"from") {
+        vec![inb]
+    } else if dir.eq_ignore_ascii_case(b"to") {
+        vec![out]
+    } else if dir.eq_ignore_ascii_case(b"all") {
+        vec![out, inb]
+    } else {
+        return Err(format!(
+            "Unknown direction {}",
+            String::from_utf8_lossy(dir)
+        ));
+    };
+    for l in links.into_iter().flatten() {
+        c.free_link(l);
+    }
+    Ok(())
+}
+
 /// A random node id (handshake nodes get one until their PONG names them).
 pub fn random_name(bus: &mut Bus) -> String {
     (0..super::node::ID_LEN)

@@ -140,10 +140,20 @@ pub fn myid(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
     Ok(())
 }
 
+/// The `cluster-announce-*` settings as they are now: Redis applies a
+/// CONFIG SET of them at once, the cron here only every tick.
+fn announce(ctx: &mut Ctx) {
+    let Ctx { srv, .. } = ctx;
+    if let Some(c) = srv.cluster.as_deref_mut() {
+        c.announce(&srv.config);
+    }
+}
+
 /// ```text
 /// CLUSTER NODES
 /// ```
 pub fn nodes(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
+    announce(ctx);
     let text = crate::cluster::config_file::describe(cluster(ctx)?);
     ctx.out().verbatim(text.as_bytes());
     Ok(())
@@ -271,6 +281,7 @@ fn runs(c: &Cluster) -> Vec<(u16, u16, usize)> {
 /// CLUSTER SLOTS
 /// ```
 pub fn slots(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
+    announce(ctx);
     let kind = endpoint_kind(ctx);
     let my_offset = crate::cluster::bus::repl_offset(ctx.srv);
     let Ctx { srv, client, .. } = ctx;
@@ -309,6 +320,7 @@ pub fn slots(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
 /// CLUSTER SHARDS
 /// ```
 pub fn shards(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
+    announce(ctx);
     let kind = endpoint_kind(ctx);
     let offset = crate::cluster::bus::repl_offset(ctx.srv) as i64;
     let Ctx { srv, client, .. } = ctx;
