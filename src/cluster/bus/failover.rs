@@ -120,10 +120,8 @@ pub fn handle(srv: &mut Server) {
     else {
         return;
     };
-    if (!c.nodes[master].failed() && !manual)
-        || (no_failover && !manual)
-        || c.nodes[master].numslots == 0
-    {
+    let allowed = manual || (c.nodes[master].failed() && !no_failover);
+    if !allowed || c.nodes[master].numslots == 0 {
         return;
     }
     let auth_timeout = (timeout * 2).max(2000);
@@ -198,7 +196,8 @@ pub fn handle(srv: &mut Server) {
         c.todo(TODO_SAVE_CONFIG | TODO_UPDATE_STATE);
         return;
     }
-    if c.bus.election.votes >= c.size / 2 + 1 {
+    let quorum = c.size / 2 + 1;
+    if c.bus.election.votes >= quorum {
         crate::log::notice("Failover election won: I'm the new master.");
         let epoch = c.bus.election.epoch;
         if c.nodes[me].config_epoch < epoch {
