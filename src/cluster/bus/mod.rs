@@ -81,6 +81,8 @@ pub struct Bus {
     rng: Option<crate::server::Rng>,
     /// Elections and manual failovers (`failover`).
     pub election: failover::Election,
+    /// Links freed because their output passed `cluster-link-sendbuf-limit`.
+    pub links_limit_exceeded: u64,
     /// When this master last voted for a replica of each master (by id).
     pub voted: std::collections::HashMap<String, i64>,
 }
@@ -348,12 +350,14 @@ fn cron(rc: &Rc<RefCell<Server>>, srv: &mut Server) {
     let timeout = node_timeout(srv);
     let handshake_timeout = timeout.max(1000);
     let offset = repl_offset(srv);
+    let sendbuf_limit = srv.config.get_i64("cluster-link-sendbuf-limit");
     let Some(c) = srv.cluster.as_deref_mut() else {
         return;
     };
     c.bus.iteration += 1;
     let now = now_ms();
     c.bus.pfail_nodes = 0;
+    free_overfull_links(c, sendbuf_limit);
     // Handshakes that did not complete in time are dropped; nodes without
     // a link get one.
     let mut n = 0;
@@ -405,6 +409,34 @@ fn cron(rc: &Rc<RefCell<Server>>, srv: &mut Server) {
     role::cron(srv);
     failover::handle(srv);
     before_sleep(srv);
+}
+
+/// Frees the links whose unsent output passed `limit` bytes (0: no limit),
+/// as Redis's `clusterNodeCronFreeLinkOnBufferLimitReached`; an outbound
+/// link is made again by the cron.
+fn free_overfull_links(c: &mut Cluster, limit: i64) {
+    if limit <= 0 {
+        return;
+    }
+    let over: Vec<u64> = c
+        .bus
+        .links
+        .iter()
+        .filter(|(_, l)| l.node.is_some() && l.sndbuf.capacity() as i64 > limit)
+        .map(|(id, _)| *id)
+        .collect();
+    for id in over {
+        if let Some(n) = c.bus.links.get(&id).and_then(|l| l.node) {
+            crate::log::warning(&format!(
+                "Freeing cluster link({}node {}, used memory: {}) due to exceeding send buffer memory limit.",
+                if c.bus.links.get(&id).is_some_and(|l| l.inbound) { "from " } else { "to " },
+                c.nodes[n].id,
+                c.bus.links.get(&id).map_or(0, |l| l.sndbuf.capacity())
+            ));
+        }
+        c.free_link(id);
+        c.bus.links_limit_exceeded += 1;
+    }
 }
 
 /// The replication offset a header carries: the master's offset, or what

@@ -113,7 +113,10 @@ pub fn info(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
         let total: u64 = counts.iter().sum();
         text.push_str(&format!("cluster_stats_messages_{dir}:{total}\r\n"));
     }
-    text.push_str("total_cluster_links_buffer_limit_exceeded:0\r\n");
+    text.push_str(&format!(
+        "total_cluster_links_buffer_limit_exceeded:{}\r\n",
+        c.bus.links_limit_exceeded
+    ));
     ctx.out().verbatim(text.as_bytes());
     Ok(())
 }
