@@ -112,6 +112,24 @@ impl Cluster {
         }
     }
 
+    /// The master of node `n` as this view knows it (None for a master, or
+    /// a replica whose master is unknown).
+    pub fn master_of(&self, n: usize) -> Option<usize> {
+        self.nodes[n]
+            .replica_of
+            .as_deref()
+            .and_then(|m| self.lookup(m.as_bytes()))
+    }
+
+    /// Node `n` when it is a master, else its master: the master of its shard.
+    pub fn shard_master(&self, n: usize) -> Option<usize> {
+        if self.nodes[n].flags & MASTER != 0 {
+            Some(n)
+        } else {
+            self.master_of(n)
+        }
+    }
+
     /// Gives `slot` to `node`; false when it was already assigned.
     pub fn add_slot(&mut self, slot: u16, node: usize) -> bool {
         if self.owners[slot as usize].is_some() {

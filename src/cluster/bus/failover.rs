@@ -113,11 +113,7 @@ pub fn handle(srv: &mut Server) {
         crate::log::warning("All master replication stream processed, manual failover can start.");
     }
     let manual = e.mf_end != 0 && e.mf_can_start;
-    let Some(master) = c.nodes[me]
-        .replica_of
-        .as_deref()
-        .and_then(|m| c.lookup(m.as_bytes()))
-    else {
+    let Some(master) = c.master_of(me) else {
         return;
     };
     let allowed = manual || (c.nodes[master].failed() && !no_failover);
@@ -218,11 +214,7 @@ pub fn replace_master(srv: &mut Server) {
         return;
     };
     let me = c.myself;
-    let Some(old) = c.nodes[me]
-        .replica_of
-        .as_deref()
-        .and_then(|m| c.lookup(m.as_bytes()))
-    else {
+    let Some(old) = c.master_of(me) else {
         return;
     };
     if c.nodes[me].flags & MASTER != 0 {
@@ -267,10 +259,7 @@ pub fn vote(c: &mut Cluster, node: usize, hdr: &msg::Header, timeout: i64, offse
     if c.last_vote_epoch == c.current_epoch {
         return deny(format!("already voted for epoch {}", c.current_epoch));
     }
-    let master = c.nodes[node]
-        .replica_of
-        .as_deref()
-        .and_then(|m| c.lookup(m.as_bytes()));
+    let master = c.master_of(node);
     let force = hdr.mflags[0] & msg::FLAG0_FORCEACK != 0;
     if c.nodes[node].flags & MASTER != 0 {
         return deny("it is a master node".into());
@@ -387,12 +376,7 @@ pub fn manual(srv: &mut Server, force: bool, takeover: bool) {
         c.bus.election.mf_can_start = true;
     } else {
         crate::log::warning("Manual failover user request accepted.");
-        let Some(m) = c
-            .me()
-            .replica_of
-            .as_deref()
-            .and_then(|m| c.lookup(m.as_bytes()))
-        else {
+        let Some(m) = c.master_of(c.myself) else {
             return;
         };
         let bytes = msg::encode(&Msg {

@@ -489,14 +489,7 @@ fn process_config(
         }
     }
     // Slots: only when the claim differs from this view's.
-    let sender_master = if c.nodes[s].flags & MASTER != 0 {
-        Some(s)
-    } else {
-        c.nodes[s]
-            .replica_of
-            .as_deref()
-            .and_then(|m| c.lookup(m.as_bytes()))
-    };
+    let sender_master = c.shard_master(s);
     let dirty = sender_master.is_some_and(|m| {
         (0..SLOTS).any(|j| (c.owners[j] == Some(m)) != msg::slot_bit(&hdr.myslots, j))
     });
@@ -620,14 +613,7 @@ pub fn update_slots_config_with(c: &mut Cluster, sender: usize, epoch: u64, slot
         return;
     }
     let me = c.myself;
-    let curmaster = if c.nodes[me].flags & MASTER != 0 {
-        Some(me)
-    } else {
-        c.nodes[me]
-            .replica_of
-            .as_deref()
-            .and_then(|m| c.lookup(m.as_bytes()))
-    };
+    let curmaster = c.shard_master(me);
     let mut dirty = Vec::new();
     let mut new_master = false;
     let (mut sender_slots, mut migrated) = (0, 0);

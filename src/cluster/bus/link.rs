@@ -23,7 +23,6 @@ const MAX_MESSAGE: usize = 1100 << 20;
 
 /// Binds the bus port on every `bind` address (all interfaces by default).
 pub fn bind(config: &crate::Config, port: u16) -> Result<Vec<TcpListener>, String> {
-    use std::net::ToSocketAddrs;
     let addrs: Vec<String> = if config.bind.is_empty() {
         vec!["0.0.0.0".into()]
     } else {
@@ -38,21 +37,7 @@ pub fn bind(config: &crate::Config, port: u16) -> Result<Vec<TcpListener>, Strin
             h => h,
         }
         .to_string();
-        let listen = || -> std::io::Result<TcpListener> {
-            let addr = (host.as_str(), port)
-                .to_socket_addrs()?
-                .next()
-                .ok_or_else(|| std::io::Error::other("no address"))?;
-            let sock = if addr.is_ipv4() {
-                tokio::net::TcpSocket::new_v4()?
-            } else {
-                tokio::net::TcpSocket::new_v6()?
-            };
-            sock.set_reuseaddr(true)?;
-            sock.bind(addr)?;
-            sock.listen(511)
-        };
-        match listen() {
+        match crate::net::listener::listen_on(&host, port) {
             Ok(l) => out.push(l),
             Err(_) if optional || (host == "::" && !out.is_empty()) => {}
             Err(e) => {

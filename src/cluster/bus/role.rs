@@ -41,11 +41,7 @@ pub fn cron(srv: &mut Server) {
     if me.flags & SLAVE == 0 {
         return;
     }
-    let Some(m) = me
-        .replica_of
-        .as_deref()
-        .and_then(|m| c.lookup(m.as_bytes()))
-    else {
+    let Some(m) = c.master_of(c.myself) else {
         return;
     };
     let master = &c.nodes[m];
@@ -74,15 +70,7 @@ pub fn follow_new_master(srv: &mut Server, sender: usize) -> bool {
         return false;
     }
     let (sender_slots, migrated) = (pending.1, pending.2);
-    let me = c.myself;
-    let cur = if c.nodes[me].flags & MASTER != 0 {
-        Some(me)
-    } else {
-        c.nodes[me]
-            .replica_of
-            .as_deref()
-            .and_then(|m| c.lookup(m.as_bytes()))
-    };
+    let cur = c.shard_master(c.myself);
     if cur.is_none_or(|m| c.nodes[m].numslots != 0) || !(allow || sender_slots == migrated) {
         return false;
     }

@@ -268,11 +268,7 @@ pub fn failover(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     if !c.me().is_replica() {
         return Err(Error::msg("You should send CLUSTER FAILOVER to a replica"));
     }
-    let master = c
-        .me()
-        .replica_of
-        .as_deref()
-        .and_then(|m| c.lookup(m.as_bytes()));
+    let master = c.master_of(c.myself);
     let Some(master) = master else {
         return Err(Error::msg("I'm a replica but my master is unknown to me"));
     };

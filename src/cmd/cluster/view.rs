@@ -123,12 +123,7 @@ pub fn info(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
 
 /// This node's config epoch (its master's for a replica).
 fn my_epoch(c: &Cluster) -> u64 {
-    match c
-        .me()
-        .replica_of
-        .as_deref()
-        .and_then(|m| c.lookup(m.as_bytes()))
-    {
+    match c.master_of(c.myself) {
         Some(m) => c.nodes[m].config_epoch,
         None => c.me().config_epoch,
     }
