@@ -256,6 +256,13 @@ impl Cluster {
             me.ip = ip.clone();
         }
         me.hostname = host;
+        // A replica that may not fail over says so in its flags (Redis's
+        // clusterUpdateMyselfFlags).
+        if config.get("cluster-replica-no-failover") == Some("yes") {
+            me.flags |= node::NOFAILOVER;
+        } else {
+            me.flags &= !node::NOFAILOVER;
+        }
         self.announced_ip = ip;
     }
 
