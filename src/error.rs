@@ -698,12 +698,4 @@ pub mod cluster {
         let what = if bus { "bus" } else { "base" };
         Error::msg(format!("Invalid TCP {what} port specified: {}", s(port)))
     }
-
-    /// What MEET, REPLICATE and FAILOVER answer once their checks pass
-    /// while Oxidis has no cluster bus (Oxidis's own text).
-    pub fn needs_bus(what: &str) -> Error {
-        Error::msg(format!(
-            "CLUSTER {what} needs the cluster bus, which Oxidis does not have yet"
-        ))
-    }
 }

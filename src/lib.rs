@@ -143,6 +143,9 @@ fn run_on_thread(
                 .expect("tokio runtime");
             let local = tokio::task::LocalSet::new();
             local.block_on(&rt, async move {
+                // With an ephemeral port the bus takes one too (port + 10000
+                // of an ephemeral port may be taken or out of range).
+                let ephemeral = config.port == 0;
                 match net::listener::bind(&config).await {
                     Ok((tcp, unix)) => {
                         let addrs = tcp
@@ -196,6 +199,10 @@ fn run_on_thread(
                         }
                         if srv.borrow().cluster.is_some() {
                             if let Err(e) = cluster::verify_with_data(&mut srv.borrow_mut()) {
+                                let _ = tx.send(Err(std::io::Error::other(e)));
+                                return;
+                            }
+                            if let Err(e) = cluster::bus::start(&srv, ephemeral) {
                                 let _ = tx.send(Err(std::io::Error::other(e)));
                                 return;
                             }

@@ -22,16 +22,18 @@ pub fn describe_node(c: &Cluster, idx: usize) -> String {
         Some(m) if n.is_replica() => c.nodes[m].config_epoch,
         _ => n.config_epoch,
     };
-    let link = if n.is_myself() {
+    let link = if n.is_myself() || n.link.is_some() {
         "connected"
     } else {
         "disconnected"
     };
     let mut s = format!(
-        "{} {} {} {master} 0 0 {epoch} {link}",
+        "{} {} {} {master} {} {} {epoch} {link}",
         n.id,
         n.address(),
-        n.flag_names()
+        n.flag_names(),
+        n.ping_sent,
+        n.pong_received,
     );
     for (a, b) in node::ranges(&c.owners, idx) {
         if a == b {
@@ -52,10 +54,18 @@ pub fn describe_node(c: &Cluster, idx: usize) -> String {
     s
 }
 
-/// Every node's line (CLUSTER NODES; nodes.conf without its `vars` line).
+/// Every node's line (CLUSTER NODES; nodes.conf without its `vars` line
+/// leaves out nodes in handshake with `skip_handshake`).
 pub fn describe(c: &Cluster) -> String {
+    describe_filtered(c, false)
+}
+
+fn describe_filtered(c: &Cluster, skip_handshake: bool) -> String {
     let mut out = String::new();
     for i in 0..c.nodes.len() {
+        if skip_handshake && c.nodes[i].flags & node::HANDSHAKE != 0 {
+            continue;
+        }
         out.push_str(&describe_node(c, i));
         out.push('\n');
     }
@@ -64,7 +74,7 @@ pub fn describe(c: &Cluster) -> String {
 
 /// Writes nodes.conf (a temporary file, fsynced, renamed over the old one).
 pub fn save(c: &Cluster) -> std::io::Result<()> {
-    let mut text = describe(c);
+    let mut text = describe_filtered(c, true);
     text.push_str(&format!(
         "vars currentEpoch {} lastVoteEpoch {}\n",
         c.current_epoch, c.last_vote_epoch
@@ -147,6 +157,14 @@ pub fn load(path: &Path) -> Result<Option<Cluster>, String> {
             }
             c.lookup_or_add(&argv[3]);
             c.nodes[idx].replica_of = Some(argv[3].clone());
+        }
+        // A node that had been pinged counts as pinged now (Redis's load).
+        let now = crate::clock::real_now_us() / 1000;
+        if atoi(&argv[4]) != 0 {
+            c.nodes[idx].ping_sent = now;
+        }
+        if atoi(&argv[5]) != 0 {
+            c.nodes[idx].pong_received = now;
         }
         let epoch = argv[6].parse::<u64>().unwrap_or(0);
         c.nodes[idx].config_epoch =

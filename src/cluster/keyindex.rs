@@ -73,6 +73,37 @@ impl SlotIndex {
     }
 }
 
+/// Deletes every key of `slot` in database 0 as Redis's `delKeysInSlot`
+/// does when the bus gives the slot to another node: WATCH touched, a
+/// `del` event, a DEL propagated.
+pub fn delete_keys_in_slot(srv: &mut crate::server::Server, slot: u16) {
+    let keys: Vec<Vec<u8>> = match srv.ks.dbs[0].slots.as_deref() {
+        Some(ix) => ix.keys(slot, ix.count(slot)).map(|k| k.to_vec()).collect(),
+        None => return,
+    };
+    let mut internal = crate::server::client::Client::new(
+        0,
+        String::new(),
+        String::new(),
+        crate::server::client::ConnKind::Script,
+        false,
+    );
+    for key in keys {
+        if srv.ks.dbs[0].delete(&key, crate::db::lazyfree::Why::ServerDel) {
+            srv.ks.dbs[0].touch(&key);
+            crate::server::notify::emit(
+                srv,
+                &mut internal,
+                crate::server::notify::GENERIC,
+                "del",
+                0,
+                &key,
+            );
+            srv.prop.deleted_outside_command(0, &key, false);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,11 +3,12 @@
 //! One node's view, as Redis's `clusterState`: the nodes it knows (itself
 //! first learned from nodes.conf or made at start), which node serves each
 //! of the 16384 slots, the slots being migrated or imported, the epochs and
-//! whether the cluster is `ok`. Without the cluster bus (next step), other
-//! nodes are known only from nodes.conf; the state follows Redis's
+//! whether the cluster is `ok`. Other nodes are learnt from nodes.conf and
+//! from the cluster bus (`bus`); the state follows Redis's
 //! `clusterUpdateState` from what this view says.
 
 pub mod blocked;
+pub mod bus;
 pub mod channels;
 pub mod config_file;
 pub mod keyindex;
@@ -48,6 +49,18 @@ pub struct Cluster {
     pub config_path: std::path::PathBuf,
     /// The slots this node served at the last change (`channels::after_change`).
     pub served: Vec<bool>,
+    /// Slots still bound to an owner that stopped claiming them (Redis's
+    /// `owner_not_claiming_slot`): not spread in UPDATE messages.
+    pub not_claiming: Vec<bool>,
+    /// Slots this node lost to the bus while it may hold keys in them
+    /// (their keys are deleted once the message is handled).
+    pub dirty_slots: Vec<u16>,
+    /// A master that took this node's (or its master's) slots: (node,
+    /// slots it claims, slots it took from us), for `bus::role`.
+    pub new_master: Option<(usize, usize, usize)>,
+    /// `cluster-announce-ip` (sent in every header when set).
+    pub announced_ip: String,
+    pub bus: bus::Bus,
 }
 
 impl Cluster {
@@ -67,6 +80,11 @@ impl Cluster {
             among_minority_ms: 0,
             config_path,
             served: vec![false; SLOTS],
+            not_claiming: vec![false; SLOTS],
+            dirty_slots: Vec::new(),
+            new_master: None,
+            announced_ip: String::new(),
+            bus: bus::Bus::default(),
         }
     }
 
@@ -94,6 +112,24 @@ impl Cluster {
         }
     }
 
+    /// The master of node `n` as this view knows it (None for a master, or
+    /// a replica whose master is unknown).
+    pub fn master_of(&self, n: usize) -> Option<usize> {
+        self.nodes[n]
+            .replica_of
+            .as_deref()
+            .and_then(|m| self.lookup(m.as_bytes()))
+    }
+
+    /// Node `n` when it is a master, else its master: the master of its shard.
+    pub fn shard_master(&self, n: usize) -> Option<usize> {
+        if self.nodes[n].flags & MASTER != 0 {
+            Some(n)
+        } else {
+            self.master_of(n)
+        }
+    }
+
     /// Gives `slot` to `node`; false when it was already assigned.
     pub fn add_slot(&mut self, slot: u16, node: usize) -> bool {
         if self.owners[slot as usize].is_some() {
@@ -102,6 +138,15 @@ impl Cluster {
         self.owners[slot as usize] = Some(node);
         self.nodes[node].numslots += 1;
         true
+    }
+
+    /// Unassigns every slot of node `n` (Redis's `clusterDelNodeSlots`).
+    pub fn del_node_slots(&mut self, n: usize) {
+        for s in 0..SLOTS {
+            if self.owners[s] == Some(n) {
+                self.del_slot(s as u16);
+            }
+        }
     }
 
     /// Unassigns `slot`; false when it was unassigned.
@@ -208,9 +253,17 @@ impl Cluster {
             port + PORT_INCR
         } as u16;
         if !ip.is_empty() {
-            me.ip = ip;
+            me.ip = ip.clone();
         }
         me.hostname = host;
+        // A replica that may not fail over says so in its flags (Redis's
+        // clusterUpdateMyselfFlags).
+        if config.get("cluster-replica-no-failover") == Some("yes") {
+            me.flags |= node::NOFAILOVER;
+        } else {
+            me.flags &= !node::NOFAILOVER;
+        }
+        self.announced_ip = ip;
     }
 
     /// The node a client is sent to for `node` (MOVED, ASK, CLUSTER SLOTS):

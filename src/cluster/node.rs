@@ -1,16 +1,21 @@
 //! A cluster node as this node knows it, and its line in CLUSTER NODES / nodes.conf.
 
-/// Node flags (Redis's CLUSTER_NODE_*), written in this order.
-pub const MYSELF: u16 = 1;
-pub const MASTER: u16 = 2;
-pub const SLAVE: u16 = 4;
-pub const PFAIL: u16 = 8;
-pub const FAIL: u16 = 16;
+/// Node flags with Redis's values (CLUSTER_NODE_*): the cluster bus carries
+/// them as they are, in headers and gossip entries.
+pub const MASTER: u16 = 1;
+pub const SLAVE: u16 = 2;
+pub const PFAIL: u16 = 4;
+pub const FAIL: u16 = 8;
+pub const MYSELF: u16 = 16;
 pub const HANDSHAKE: u16 = 32;
 pub const NOADDR: u16 = 64;
+/// Send a MEET (not a PING) on the next link to this node; never shown.
+pub const MEET: u16 = 128;
+/// A master that had replicas (replica migration); never shown.
+pub const MIGRATE_TO: u16 = 256;
 pub const NOFAILOVER: u16 = 512;
 
-/// Flag names as Redis's `redisNodeFlagsTable` lists them.
+/// Flag names as Redis's `redisNodeFlagsTable` lists them (the order they are written in).
 const FLAG_NAMES: &[(u16, &str)] = &[
     (MYSELF, "myself"),
     (MASTER, "master"),
@@ -39,6 +44,26 @@ pub struct Node {
     pub config_epoch: u64,
     /// Slots this node serves (as this node's view says).
     pub numslots: usize,
+    /// The plaintext client port when `port` is TLS (carried, never used).
+    pub pport: u16,
+    /// Bus bookkeeping, in milliseconds of the real clock (0 = never):
+    /// when this view learnt the node, the PING still unanswered, the last
+    /// PONG, any data, and when it was marked FAIL.
+    pub ctime: i64,
+    pub ping_sent: i64,
+    pub pong_received: i64,
+    pub data_received: i64,
+    pub fail_time: i64,
+    /// The replication offset it last announced.
+    pub repl_offset: u64,
+    /// The link this node opened to it, and the one it accepted from it
+    /// (ids in `bus::Bus::links`).
+    pub link: Option<u64>,
+    pub inbound_link: Option<u64>,
+    /// Masters that reported it PFAIL or FAIL: (reporter id, time in ms).
+    pub fail_reports: Vec<(String, i64)>,
+    /// The number of the last PING whose gossip featured it.
+    pub last_in_ping_gossip: u64,
 }
 
 impl Node {
@@ -53,6 +78,17 @@ impl Node {
             replica_of: None,
             config_epoch: 0,
             numslots: 0,
+            pport: 0,
+            ctime: crate::clock::real_now_us() / 1000,
+            ping_sent: 0,
+            pong_received: 0,
+            data_received: 0,
+            fail_time: 0,
+            repl_offset: 0,
+            link: None,
+            inbound_link: None,
+            fail_reports: Vec::new(),
+            last_in_ping_gossip: 0,
         }
     }
 
@@ -108,9 +144,19 @@ impl Node {
     }
 }
 
-/// True when `id` has the length of a node id (Redis's `verifyClusterNodeId`).
+/// True when `id` has the length of a node id (what nodes.conf and the
+/// commands check).
 pub fn valid_id(id: &str) -> bool {
     id.len() == ID_LEN
+}
+
+/// True when `id` is a node id as the bus accepts it: 40 characters of
+/// `[a-z0-9]` (Redis's `verifyClusterNodeId`).
+pub fn valid_wire_id(id: &[u8]) -> bool {
+    id.len() == ID_LEN
+        && id
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
 }
 
 /// A new random node id: 40 lowercase hex characters.

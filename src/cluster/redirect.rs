@@ -268,12 +268,38 @@ fn route<'a>(
     }
     match c.owners[slot as usize] {
         Some(n) if n == c.myself => Ok(Some(slot)),
+        // A replica serves reads of its master's slots to READONLY clients
+        // (and shard pub/sub) (Redis's getNodeByQuery).
+        Some(n)
+            if (client.cluster.readonly || k.pubsub)
+                && replica_of(c, n)
+                && !writes(srv, client, spec, args) =>
+        {
+            Ok(Some(slot))
+        }
         Some(n) => Err(Redirect::Moved {
             slot,
             addr: address(srv, c, n),
         }),
         None => Err(Redirect::Unbound),
     }
+}
+
+/// True when this node is a replica of node `n`.
+fn replica_of(c: &Cluster, n: usize) -> bool {
+    let me = c.me();
+    me.is_replica() && me.replica_of.as_deref() == Some(c.nodes[n].id.as_str())
+}
+
+/// The request writes (EXEC: a queued command writes).
+fn writes(srv: &Server, client: &Client, spec: &CommandSpec, args: &Args) -> bool {
+    if spec.has(flags::TXN_EXEC) {
+        return client
+            .multi
+            .as_ref()
+            .is_some_and(|m| m.queue.iter().any(|q| q.spec.has(flags::WRITE)));
+    }
+    crate::script::cmd_flags::effective(srv, spec, args) & flags::WRITE != 0
 }
 
 /// SSUBSCRIBE, SUNSUBSCRIBE, SPUBLISH: their keys are channels.

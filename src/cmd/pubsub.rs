@@ -201,7 +201,11 @@ fn sunsubscribe(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// Integer: the number of deliveries (channel and pattern subscribers).
 fn publish(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let n = pubsub::publish(ctx.srv, ctx.client, args.at(1), args.at(2));
-    if ctx.srv.cluster.is_none() {
+    // Over the cluster bus in cluster mode, to the replicas otherwise (Redis's
+    // pubsubPublishMessageAndPropagateToCluster / forceCommandPropagation).
+    if ctx.srv.cluster.is_some() {
+        crate::cluster::bus::propagate_publish(ctx.srv, args.at(1), args.at(2), false);
+    } else {
         ctx.force_replica_propagation();
     }
     ctx.out().int(n as i64);
@@ -214,7 +218,11 @@ fn publish(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// Integer: the number of shard channel subscribers reached.
 fn spublish(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     let n = pubsub::publish_shard(ctx.srv, ctx.client, args.at(1), args.at(2));
-    if ctx.srv.cluster.is_none() {
+    // Over the cluster bus in cluster mode, to the replicas otherwise (Redis's
+    // pubsubPublishMessageAndPropagateToCluster / forceCommandPropagation).
+    if ctx.srv.cluster.is_some() {
+        crate::cluster::bus::propagate_publish(ctx.srv, args.at(1), args.at(2), true);
+    } else {
         ctx.force_replica_propagation();
     }
     ctx.out().int(n as i64);

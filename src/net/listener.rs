@@ -104,7 +104,7 @@ fn bind_addrs(config: &Config, mut port: u16) -> std::io::Result<Vec<TcpListener
 }
 
 /// One listening socket with SO_REUSEADDR and Redis's default backlog.
-fn listen_on(host: &str, port: u16) -> std::io::Result<TcpListener> {
+pub fn listen_on(host: &str, port: u16) -> std::io::Result<TcpListener> {
     use std::net::ToSocketAddrs;
     let addr = (host, port)
         .to_socket_addrs()?

@@ -803,12 +803,15 @@ pub fn ack(srv: &mut Server, current: &mut Client, offset: i64) {
 /// started, and the backlog freed after `repl-backlog-ttl` without
 /// replicas.
 pub fn cron(srv: &mut Server) {
+    // A cluster manual failover waits for the replica to reach the offset
+    // the paused master announced: no PING may move it meanwhile.
+    let manual_failover = crate::cluster::bus::failover::in_progress(srv);
     let repl = &mut srv.repl;
     repl.cron_secs += 1;
     let now = crate::clock::unix_now();
     if !repl.replicas.is_empty() {
         let period = srv.config.get_i64("repl-ping-replica-period").max(1) as u64;
-        if repl.cron_secs.is_multiple_of(period) {
+        if repl.cron_secs.is_multiple_of(period) && !manual_failover {
             srv.prop.feed_replicas_only(&[b"PING"]);
         }
         let timeout = srv.config.get_i64("repl-timeout").max(1);

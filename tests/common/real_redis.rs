@@ -131,12 +131,13 @@ impl RedisServer {
                 Ok(()) => return Ok(srv),
                 Err(exited) => {
                     let text = std::fs::read_to_string(&log).unwrap_or_default();
-                    // The directory is the caller's and the next try's:
-                    // this attempt's drop must not remove it (a retry
-                    // spawned in a removed directory failed with ENOENT).
-                    srv.dir = PathBuf::new();
-                    // A port taken between our probe and its bind: try another.
+                    // A port taken between our probe and its bind (or,
+                    // for a cluster node, its bus port): try another. Not
+                    // dropped: the drop would remove `dir`, which the next
+                    // try (and the caller's files in it) still needs.
                     if exited && text.contains("Address already in use") {
+                        let mut gone = std::mem::ManuallyDrop::new(srv);
+                        let _ = gone.child.wait();
                         continue;
                     }
                     return Err(text);

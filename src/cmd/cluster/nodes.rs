@@ -3,7 +3,7 @@
 use super::{changed, cluster, unknown_node};
 use crate::cluster::slot::SLOTS;
 use crate::command::Args;
-use crate::error::cluster::{self as text, needs_bus};
+use crate::error::cluster as text;
 use crate::error::{CmdResult, Error};
 use crate::resp::decode::parse_i64;
 use crate::server::Ctx;
@@ -21,8 +21,26 @@ pub fn reset(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         _ => return Err(crate::cmd::server::wrong_sub_args(args, "CLUSTER")),
     };
     let db = ctx.client.db;
-    if !ctx.srv.ks.dbs[db].is_empty() {
+    let replica = ctx
+        .srv
+        .cluster
+        .as_deref()
+        .is_some_and(|c| c.me().is_replica());
+    if !replica && !ctx.srv.ks.dbs[db].is_empty() {
         return Err(Error::msg(text::RESET_WITH_KEYS));
+    }
+    if replica {
+        // A replica turns master again and drops its data (Redis's
+        // clusterReset: replicationUnsetMaster, emptyData).
+        crate::repl::replica::unset_master(ctx.srv);
+        for db in ctx.srv.ks.dbs.iter_mut() {
+            db.clear(false);
+        }
+        if let Some(c) = ctx.srv.cluster.as_deref_mut() {
+            let me = c.me_mut();
+            me.flags &= !crate::cluster::node::SLAVE;
+            me.flags |= crate::cluster::node::MASTER;
+        }
     }
     let new_id = hard.then(|| crate::cluster::node::random_id(&mut ctx.srv.rng));
     if let Some(c) = ctx.srv.cluster.as_deref_mut() {
@@ -31,10 +49,13 @@ pub fn reset(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             c.migrating[s] = None;
             c.del_slot(s as u16);
         }
-        let mut me = c.nodes[c.myself].clone();
-        me.replica_of = None;
-        c.nodes = vec![me];
-        c.myself = 0;
+        let me = c.myself;
+        c.nodes[me].replica_of = None;
+        // Every other node is forgotten, its links closed.
+        while c.nodes.len() > 1 {
+            let other = if c.myself == 0 { 1 } else { 0 };
+            c.del_node(other);
+        }
         if let Some(id) = new_id {
             c.current_epoch = 0;
             c.last_vote_epoch = 0;
@@ -106,12 +127,15 @@ pub fn set_config_epoch(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// ```text
 /// CLUSTER COUNT-FAILURE-REPORTS node-id
 /// ```
-/// Without the bus no node reports failures: 0 for a known node.
+/// The masters' reports about the node that are still valid.
 pub fn count_failure_reports(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    let timeout = crate::cluster::bus::node_timeout(ctx.srv);
     let c = cluster(ctx)?;
-    c.lookup(args.at(2))
+    let n = c
+        .lookup(args.at(2))
         .ok_or_else(|| unknown_node(args.at(2)))?;
-    ctx.out().int(0);
+    let count = crate::cluster::bus::failure::count_reports(c, n, timeout);
+    ctx.out().int(count as i64);
     Ok(())
 }
 
@@ -126,35 +150,18 @@ pub fn forget(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     if n == c.myself {
         return Err(Error::msg(text::FORGET_MYSELF));
     }
-    if c.me().replica_of.as_deref() == Some(c.nodes[n].id.as_str()) {
+    if c.me().is_replica() && c.me().replica_of.as_deref() == Some(c.nodes[n].id.as_str()) {
         return Err(Error::msg(text::FORGET_MASTER));
     }
-    remove_node(c, n);
+    // Gossip from nodes that still know it may not bring it back for a minute.
+    let until = crate::cluster::bus::now_ms() / 1000 + crate::cluster::bus::BLACKLIST_TTL;
+    let id = c.nodes[n].id.clone();
+    c.bus.blacklist.retain(|(b, _)| *b != id);
+    c.bus.blacklist.push((id, until));
+    c.del_node(n);
     changed(ctx);
     ctx.out().ok();
     Ok(())
-}
-
-/// Drops node `n` and its slots from the view (Redis's `clusterDelNode`).
-fn remove_node(c: &mut crate::cluster::Cluster, n: usize) {
-    for s in 0..SLOTS {
-        for table in [&mut c.importing, &mut c.migrating] {
-            match table[s] {
-                Some(x) if x == n => table[s] = None,
-                Some(x) if x > n => table[s] = Some(x - 1),
-                _ => {}
-            }
-        }
-        match c.owners[s] {
-            Some(x) if x == n => c.owners[s] = None,
-            Some(x) if x > n => c.owners[s] = Some(x - 1),
-            _ => {}
-        }
-    }
-    c.nodes.remove(n);
-    if c.myself > n {
-        c.myself -= 1;
-    }
 }
 
 /// ```text
@@ -168,10 +175,25 @@ pub fn meet(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     if parse_i64(args.at(3)).is_none() {
         return Err(text::bad_meet_port(args.at(3), false));
     }
-    if args.len() == 5 && parse_i64(args.at(4)).is_none() {
-        return Err(text::bad_meet_port(args.at(4), true));
+    let port = parse_i64(args.at(3)).unwrap_or(0);
+    let cport = if args.len() == 5 {
+        parse_i64(args.at(4)).ok_or_else(|| text::bad_meet_port(args.at(4), true))?
+    } else {
+        port.saturating_add(crate::cluster::PORT_INCR as i64)
+    };
+    let ip = String::from_utf8_lossy(args.at(2)).into_owned();
+    let c = cluster(ctx)?;
+    if !c.start_handshake(&ip, port, cport) {
+        return Err(Error::Msg(
+            format!(
+                "Invalid node address specified: {ip}:{}",
+                String::from_utf8_lossy(args.at(3))
+            )
+            .into(),
+        ));
     }
-    Err(needs_bus("MEET"))
+    ctx.out().ok();
+    Ok(())
 }
 
 /// ```text
@@ -192,7 +214,10 @@ pub fn replicate(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     if !c.me().is_replica() && (has_slots || !ctx.srv.ks.dbs[0].is_empty()) {
         return Err(Error::msg(text::REPLICATE_NOT_EMPTY));
     }
-    Err(needs_bus("REPLICATE"))
+    crate::cluster::bus::role::set_master(ctx.srv, n);
+    crate::cluster::bus::before_sleep(ctx.srv);
+    ctx.out().ok();
+    Ok(())
 }
 
 /// ```text
@@ -207,8 +232,24 @@ pub fn failover(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         3 => return Err(Error::Syntax),
         _ => return Err(crate::cmd::server::wrong_sub_args(args, "CLUSTER")),
     }
+    let (force, takeover) = match args.len() {
+        3 if args.at(2).eq_ignore_ascii_case(b"force") => (true, false),
+        3 => (false, true),
+        _ => (false, false),
+    };
     if !c.me().is_replica() {
         return Err(Error::msg(text::FAILOVER_ON_MASTER));
     }
-    Err(needs_bus("FAILOVER"))
+    let master = c.master_of(c.myself);
+    let Some(master) = master else {
+        return Err(Error::msg("I'm a replica but my master is unknown to me"));
+    };
+    if !force && !takeover && (c.nodes[master].failed() || c.nodes[master].link.is_none()) {
+        return Err(Error::msg(
+            "Master is down or failed, please use CLUSTER FAILOVER FORCE",
+        ));
+    }
+    crate::cluster::bus::failover::manual(ctx.srv, force, takeover);
+    ctx.out().ok();
+    Ok(())
 }

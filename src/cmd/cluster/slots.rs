@@ -235,8 +235,11 @@ pub fn setslot(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         if keys == 0 && c.migrating[s].is_some() {
             c.migrating[s] = None;
         }
+        let was_mine = c.mine(slot);
         c.del_slot(slot);
         c.add_slot(slot, node);
+        // A master left without slots follows the node that took the last.
+        let follow = was_mine && node != c.myself && c.me().numslots == 0;
         // Taking a slot this node imported: a new epoch, so the change
         // wins over the old owner's (Redis's manual migration).
         if node == c.myself && c.importing[s].is_some() {
@@ -244,6 +247,16 @@ pub fn setslot(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
                 crate::log::warning(&format!("configEpoch updated after importing slot {slot}"));
             }
             c.importing[s] = None;
+        }
+        if follow && ctx.srv.config.get("cluster-allow-replica-migration") == Some("yes") {
+            if let Some(c) = ctx.srv.cluster.as_deref() {
+                crate::log::warning(&format!(
+                    "Configuration change detected. Reconfiguring myself as a replica of {}",
+                    c.nodes[node].id
+                ));
+            }
+            crate::cluster::bus::role::set_master(ctx.srv, node);
+            crate::cluster::bus::before_sleep(ctx.srv);
         }
     } else {
         return Err(Error::msg(text::SETSLOT_SYNTAX));

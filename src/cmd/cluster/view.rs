@@ -80,39 +80,50 @@ pub fn help(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
 /// ```
 pub fn info(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
     let c = cluster(ctx)?;
-    let (mut assigned, mut ok, mut fail) = (0, 0, 0);
+    let (mut assigned, mut ok, mut pfail, mut fail) = (0, 0, 0, 0);
     for owner in c.owners.iter().flatten() {
         assigned += 1;
-        if c.nodes[*owner].failed() {
+        let n = &c.nodes[*owner];
+        if n.failed() {
             fail += 1;
+        } else if n.flags & node::PFAIL != 0 {
+            pfail += 1;
         } else {
             ok += 1;
         }
     }
-    let text = format!(
+    let mut text = format!(
         "cluster_state:{}\r\ncluster_slots_assigned:{assigned}\r\ncluster_slots_ok:{ok}\r\n\
-         cluster_slots_pfail:0\r\ncluster_slots_fail:{fail}\r\ncluster_known_nodes:{}\r\n\
-         cluster_size:{}\r\ncluster_current_epoch:{}\r\ncluster_my_epoch:{}\r\n\
-         cluster_stats_messages_sent:0\r\ncluster_stats_messages_received:0\r\n\
-         total_cluster_links_buffer_limit_exceeded:0\r\n",
+         cluster_slots_pfail:{pfail}\r\ncluster_slots_fail:{fail}\r\ncluster_known_nodes:{}\r\n\
+         cluster_size:{}\r\ncluster_current_epoch:{}\r\ncluster_my_epoch:{}\r\n",
         if c.ok { "ok" } else { "fail" },
         c.nodes.len(),
         c.size,
         c.current_epoch,
         my_epoch(c),
     );
+    // Messages by type, only the types seen (Redis's order and names).
+    for (dir, counts) in [("sent", &c.bus.sent), ("received", &c.bus.received)] {
+        for (t, n) in counts.iter().enumerate().filter(|(_, n)| **n != 0) {
+            text.push_str(&format!(
+                "cluster_stats_messages_{}_{dir}:{n}\r\n",
+                crate::cluster::bus::msg::type_name(t)
+            ));
+        }
+        let total: u64 = counts.iter().sum();
+        text.push_str(&format!("cluster_stats_messages_{dir}:{total}\r\n"));
+    }
+    text.push_str(&format!(
+        "total_cluster_links_buffer_limit_exceeded:{}\r\n",
+        c.bus.links_limit_exceeded
+    ));
     ctx.out().verbatim(text.as_bytes());
     Ok(())
 }
 
 /// This node's config epoch (its master's for a replica).
 fn my_epoch(c: &Cluster) -> u64 {
-    match c
-        .me()
-        .replica_of
-        .as_deref()
-        .and_then(|m| c.lookup(m.as_bytes()))
-    {
+    match c.master_of(c.myself) {
         Some(m) => c.nodes[m].config_epoch,
         None => c.me().config_epoch,
     }
@@ -127,10 +138,20 @@ pub fn myid(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
     Ok(())
 }
 
+/// The `cluster-announce-*` settings as they are now: Redis applies a
+/// CONFIG SET of them at once, the cron here only every tick.
+fn announce(ctx: &mut Ctx) {
+    let Ctx { srv, .. } = ctx;
+    if let Some(c) = srv.cluster.as_deref_mut() {
+        c.announce(&srv.config);
+    }
+}
+
 /// ```text
 /// CLUSTER NODES
 /// ```
 pub fn nodes(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
+    announce(ctx);
     let text = crate::cluster::config_file::describe(cluster(ctx)?);
     ctx.out().verbatim(text.as_bytes());
     Ok(())
@@ -139,10 +160,44 @@ pub fn nodes(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
 /// ```text
 /// CLUSTER LINKS
 /// ```
-/// No bus, no links: an empty array.
+/// Each node's outbound link, then its inbound one (Redis's order).
 pub fn links(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
-    cluster(ctx)?;
-    ctx.out().array(0);
+    let Ctx { srv, client, .. } = ctx;
+    let Some(c) = srv.cluster.as_deref() else {
+        return Err(Error::msg(crate::error::cluster::DISABLED));
+    };
+    let out = &mut client.reply;
+    let list: Vec<(&crate::cluster::bus::Link, &str)> = c
+        .nodes
+        .iter()
+        .flat_map(|n| {
+            [n.link, n.inbound_link]
+                .into_iter()
+                .flatten()
+                .map(move |l| (l, n))
+        })
+        .filter_map(|(l, n)| Some((c.bus.links.get(&l)?, n.id.as_str())))
+        .collect();
+    out.array(list.len());
+    for (l, node) in list {
+        out.map(6);
+        out.bulk(b"direction");
+        out.bulk(if l.inbound { &b"from"[..] } else { b"to" });
+        out.bulk(b"node");
+        out.bulk(node.as_bytes());
+        out.bulk(b"create-time");
+        out.int(l.ctime);
+        out.bulk(b"events");
+        out.bulk(if l.sndbuf.is_empty() {
+            &b"r"[..]
+        } else {
+            b"rw"
+        });
+        out.bulk(b"send-buffer-allocated");
+        out.int(l.sndbuf.capacity() as i64);
+        out.bulk(b"send-buffer-used");
+        out.int(l.sndbuf.len() as i64);
+    }
     Ok(())
 }
 
@@ -224,7 +279,9 @@ fn runs(c: &Cluster) -> Vec<(u16, u16, usize)> {
 /// CLUSTER SLOTS
 /// ```
 pub fn slots(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
+    announce(ctx);
     let kind = endpoint_kind(ctx);
+    let my_offset = crate::cluster::bus::repl_offset(ctx.srv);
     let Ctx { srv, client, .. } = ctx;
     let Some(c) = srv.cluster.as_deref() else {
         return Err(Error::msg(crate::error::cluster::DISABLED));
@@ -233,12 +290,26 @@ pub fn slots(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
     let runs = runs(c);
     out.array(runs.len());
     for (a, b, n) in runs {
-        // Replicas are listed once their sync began; without the bus
-        // none has (Redis's isReplicaAvailable).
-        out.array(3);
+        // Replicas are listed once their sync began (Redis's
+        // isReplicaAvailable: not failed, a non-zero offset).
+        let replicas: Vec<usize> = replicas_of(c, n)
+            .filter(|&r| {
+                let node = &c.nodes[r];
+                let offset = if node.is_myself() {
+                    my_offset
+                } else {
+                    node.repl_offset
+                };
+                !node.failed() && offset != 0
+            })
+            .collect();
+        out.array(3 + replicas.len());
         out.int(a as i64);
         out.int(b as i64);
         node_entry(out, &c.nodes[n], &kind);
+        for r in replicas {
+            node_entry(out, &c.nodes[r], &kind);
+        }
     }
     Ok(())
 }
@@ -247,8 +318,9 @@ pub fn slots(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
 /// CLUSTER SHARDS
 /// ```
 pub fn shards(ctx: &mut Ctx, _: &mut Args) -> CmdResult {
+    announce(ctx);
     let kind = endpoint_kind(ctx);
-    let offset = ctx.srv.prop.repl_offset;
+    let offset = crate::cluster::bus::repl_offset(ctx.srv) as i64;
     let Ctx { srv, client, .. } = ctx;
     let Some(c) = srv.cluster.as_deref() else {
         return Err(Error::msg(crate::error::cluster::DISABLED));
@@ -297,7 +369,11 @@ fn shard_node(out: &mut Reply, c: &Cluster, n: usize, kind: &str, my_offset: i64
         out.bulk(b"hostname");
         out.bulk(node.hostname.as_bytes());
     }
-    let offset = if node.is_myself() { my_offset } else { 0 };
+    let offset = if node.is_myself() {
+        my_offset
+    } else {
+        node.repl_offset as i64
+    };
     out.bulk(b"role");
     out.bulk(if node.is_replica() {
         &b"replica"[..]

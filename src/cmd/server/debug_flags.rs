@@ -97,7 +97,12 @@ pub fn run(ctx: &mut Ctx, sub: &[u8], args: &Args) -> Option<CmdResult> {
             None => return Some(Err(Error::NotInteger)),
         }
     } else if is("clusterlink") && n == 5 && args.at(2).eq_ignore_ascii_case(b"kill") {
-        return Some(Err(Error::msg(text::DEBUG_CLUSTER_ONLY)));
+        let Some(c) = ctx.srv.cluster.as_deref_mut() else {
+            return Some(Err(Error::msg(text::DEBUG_CLUSTER_ONLY)));
+        };
+        if let Err(e) = crate::cluster::bus::kill_links(c, args.at(3), args.at(4)) {
+            return Some(Err(Error::Msg(e.into())));
+        }
     } else if is("config-rewrite-force-all") && n == 2 {
         return Some(rewrite_force_all(ctx));
     } else {
