@@ -232,6 +232,10 @@ fn try_partial(
         }
         return false;
     }
+    // The backlog already holds the stream not yet handed out: hand it to
+    // the online replicas first, or this one would get it twice (from the
+    // backlog now and from the next distribution).
+    distribute(srv, Some(client));
     let Some(missing) = srv.prop.backlog.as_ref().and_then(|b| b.since(offset)) else {
         log::notice(&format!(
             "Unable to partial resync with replica {} for lack of backlog (Replica request was: {offset}).",
@@ -599,6 +603,10 @@ fn start_pending(srv: &mut Server) {
     if srv.persist.child.active() {
         return;
     }
+    // The RDB forked now holds the effects of the stream not yet handed
+    // out: it goes to the online replicas only, not into what the new ones
+    // gather after the fork.
+    distribute(srv, None);
     let now = crate::clock::unix_now();
     let waiting: Vec<&Replica> = srv
         .repl
