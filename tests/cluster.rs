@@ -5,6 +5,7 @@
 //! ASK) from a hand-made nodes.conf (no cluster bus yet).
 
 mod common;
+use common::cluster::try_cmd;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -26,18 +27,6 @@ fn cmd<T: redis::FromRedisValue>(c: &mut redis::Connection, words: &[&str]) -> T
         cmd.arg(*w);
     }
     cmd.query(c).unwrap()
-}
-
-fn try_cmd(c: &mut redis::Connection, words: &[&str]) -> Result<redis::Value, String> {
-    let mut cmd = redis::cmd(words[0]);
-    for w in &words[1..] {
-        cmd.arg(*w);
-    }
-    cmd.query::<redis::Value>(c).map_err(|e| {
-        let code = e.code().unwrap_or("");
-        let detail = e.detail().unwrap_or("");
-        format!("{code} {detail}").trim().to_string()
-    })
 }
 
 /// Polls CLUSTER INFO until the state is ok (Redis waits 2 s after start

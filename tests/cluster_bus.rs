@@ -6,6 +6,7 @@
 //! the expected value.
 
 mod common;
+use common::cluster::try_cmd;
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -88,18 +89,6 @@ impl Node {
             .parse()
             .unwrap()
     }
-}
-
-fn try_cmd(c: &mut redis::Connection, words: &[&str]) -> Result<redis::Value, String> {
-    let mut cmd = redis::cmd(words[0]);
-    for w in &words[1..] {
-        cmd.arg(*w);
-    }
-    cmd.query::<redis::Value>(c).map_err(|e| {
-        let code = e.code().unwrap_or("");
-        let detail = e.detail().unwrap_or("");
-        format!("{code} {detail}").trim().to_string()
-    })
 }
 
 /// Polls `check` until it gives a value (60 s at most: a limit for a hang,
