@@ -30,6 +30,8 @@ Workloads for --raw are redis-benchmark custom commands (`__rand_int__` works wi
 into both servers with SCRIPT LOAD first. --setup "CMD ..." runs a command on both first.
 --baseline-bin PATH adds a third server (an earlier oxidis-server build) to every round and
 prints the new build's ratio to it too: a before/after comparison in the same run.
+--cluster --standalone-baseline makes that third server this build in standalone mode: the
+cost of cluster mode, measured in the same run.
 """
 import argparse
 import itertools
@@ -242,6 +244,9 @@ def main():
     ap.add_argument("--pin", action="store_true",
                     help="servers on CPU 0 and redis-benchmark on CPU 1 (taskset)")
     ap.add_argument("--baseline-bin", default=None, help="an earlier oxidis-server to compare with")
+    ap.add_argument("--standalone-baseline", action="store_true",
+                    help="with --cluster 1: the third server is this oxidis-server in standalone mode, "
+                         "so 'vs before' is the cost of cluster mode (the slot check) in the same run")
     ap.add_argument("--with-replica", action="store_true",
                     help="every server gets a redis-server replica (REPLICAOF) before the workloads")
     ap.add_argument("--cluster", type=int, nargs="?", const=1, default=0, metavar="NODES",
@@ -306,9 +311,14 @@ def main():
         second["redis"] = Server("redis2", [redis_bin, "--port", str(p)] + common + own_dir("redis2"), p, tmp)
         second["oxidis"] = Server("oxidis2", [oxidis_bin, "--port", str(ports[1]), "--dir",
                                               os.path.join(tmp, "oxidis2")] + common, ports[1], tmp)
+    if a.standalone_baseline:
+        if a.cluster != 1 or a.baseline_bin:
+            sys.exit("--standalone-baseline goes with --cluster 1 and without --baseline-bin")
+        a.baseline_bin = oxidis_bin
     if a.baseline_bin:
         bp = free_port()
-        servers.append(Server("before", [a.baseline_bin, "--port", str(bp)] + common + own_dir("before"),
+        flags = common[:-2] if a.standalone_baseline else common  # without --cluster-enabled yes
+        servers.append(Server("before", [a.baseline_bin, "--port", str(bp)] + flags + own_dir("before"),
                               bp, tmp))
     replicas = []
     try:
@@ -332,7 +342,7 @@ def main():
                 pipeline_fill(s.port, FILLS[name]())
             for cmd in a.setup:
                 command(s.port, *cmd.split())
-            if a.cluster == 1:
+            if a.cluster == 1 and not (a.standalone_baseline and s.name == "before"):
                 one_node_cluster(s)
             elif a.cluster == 2:
                 two_node_cluster(s, second[s.name])
