@@ -210,3 +210,90 @@ fn peak_holds_the_highest_figure_and_doctor_sees_it() {
     );
     assert!(doctor.ends_with("I'm here to keep you safe, Sam. I want to help you.\n"));
 }
+
+/// INFO memory's figure `name` as a number.
+fn num(c: &mut redis::Connection, name: &str) -> f64 {
+    field(c, name).parse().unwrap()
+}
+
+/// A library that keeps a 300,000-element Lua table alive in the FUNCTION
+/// VM; the growth of (used_memory, used_memory_vm_functions) it causes.
+fn lua_table_growth(c: &mut redis::Connection) -> (f64, f64) {
+    let (used0, vm0) = (num(c, "used_memory"), num(c, "used_memory_vm_functions"));
+    let lib = "#!lua name=big\n\
+               local t = {} for i = 1, 300000 do t[i] = i end\n\
+               redis.register_function('size', function() return #t end)";
+    let _: String = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg(lib)
+        .query(c)
+        .unwrap();
+    let n: i64 = redis::cmd("FCALL").arg("size").arg(0).query(c).unwrap();
+    assert_eq!(n, 300_000);
+    (
+        num(c, "used_memory") - used0,
+        num(c, "used_memory_vm_functions") - vm0,
+    )
+}
+
+#[test]
+fn the_lua_vms_are_outside_used_memory_as_redis() {
+    // Redis's Lua calls the C allocator directly, not zmalloc: its VMs'
+    // memory shows in used_memory_lua / used_memory_vm_*, not in
+    // used_memory, and maxmemory does not count it.
+    let redis = RedisServer::start();
+    let ox = Oxidis::start();
+    for (who, c) in [("redis", &mut redis.conn()), ("oxidis", &mut connect(&ox))] {
+        let (used, vm) = lua_table_growth(c);
+        eprintln!("{who}: used_memory +{used}, vm +{vm}");
+        assert!(vm > 4e6, "{who}: the table shows in the VM's figure: +{vm}");
+        assert!(used < vm / 4.0, "{who}: used_memory +{used} for a VM +{vm}");
+    }
+}
+
+/// Redis's unit/memefficiency "Active defrag eval scripts" fill: 50,000
+/// SCRIPT LOADs of 400-byte scripts, each followed by a SET of the same
+/// text; then (allocator_frag_ratio, used_memory_dataset / used_memory).
+fn cached_scripts_fill(c: &mut redis::Connection) -> (f64, f64) {
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("hz")
+        .arg(100)
+        .query(c)
+        .unwrap();
+    let dummy = format!("--{}\nreturn ", "x".repeat(400));
+    for chunk in (0..50_000).collect::<Vec<_>>().chunks(1000) {
+        let mut p = redis::pipe();
+        for j in chunk {
+            let val = format!("{dummy}{j:06}");
+            p.cmd("SCRIPT").arg("LOAD").arg(&val).ignore();
+            p.cmd("SET").arg(format!("k{j}")).arg(&val).ignore();
+        }
+        p.query::<()>(c).unwrap();
+    }
+    // The allocator's figures are sampled at most every 100 ms.
+    std::thread::sleep(std::time::Duration::from_millis(250));
+    let frag = num(c, "allocator_frag_ratio");
+    let dataset = num(c, "used_memory_dataset") / num(c, "used_memory");
+    (frag, dataset)
+}
+
+#[test]
+fn cached_scripts_leave_the_heap_as_dense_as_redis() {
+    let redis = RedisServer::start();
+    let ox = Oxidis::start();
+    let (r_frag, r_dataset) = cached_scripts_fill(&mut redis.conn());
+    let (o_frag, o_dataset) = cached_scripts_fill(&mut connect(&ox));
+    eprintln!(
+        "frag: redis {r_frag} oxidis {o_frag}; dataset share: redis {r_dataset} oxidis {o_dataset}"
+    );
+    // Redis's test asserts a ratio below 1.05 here (it passes on Redis).
+    assert!(r_frag < 1.05, "redis {r_frag}");
+    assert!(o_frag < 1.05, "oxidis {o_frag}");
+    // The script cache is overhead, as Redis counts it (the SHAs, bodies
+    // and table), so the dataset's share of used_memory is Redis's.
+    assert!(
+        (o_dataset - r_dataset).abs() < 0.05,
+        "dataset share: oxidis {o_dataset}, redis {r_dataset}"
+    );
+}

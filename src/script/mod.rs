@@ -151,13 +151,28 @@ impl Scripting {
         self.vm.as_ref().map_or(0, |v| v.used_memory())
     }
 
+    /// Bytes the script cache holds, as the allocator counts them (Redis's
+    /// `evalScriptsMemory`: the SHAs, the bodies and the table): each
+    /// body's and name's block, and the table's slots.
+    fn cache_memory(&self) -> usize {
+        use crate::server::alloc::block_size;
+        let slot = std::mem::size_of::<([u8; 40], Script)>() + 1; // + its control byte
+        let blocks: usize = self
+            .scripts
+            .values()
+            // The name's block holds the Arc's two counts before the text.
+            .map(|s| block_size(s.body.len()) + block_size(16 + s.name.len()))
+            .sum();
+        blocks + self.scripts.capacity() * slot
+    }
+
     /// The figures INFO reports in its scripting memory lines.
     pub fn info(&self) -> ScriptInfo {
         ScriptInfo {
             vm_eval: self.memory(),
             vm_functions: self.functions.memory(),
             cached_scripts: self.scripts.len(),
-            scripts_eval: self.scripts.values().map(|s| s.body.len() + 40).sum(),
+            scripts_eval: self.cache_memory(),
             functions: self.functions.functions_count(),
             libraries: self.functions.libs.len(),
             functions_mem: self.functions.libs.iter().map(|l| l.code.len()).sum(),
