@@ -248,6 +248,12 @@ fn the_lua_vms_are_outside_used_memory_as_redis() {
         eprintln!("{who}: used_memory +{used}, vm +{vm}");
         assert!(vm > 4e6, "{who}: the table shows in the VM's figure: +{vm}");
         assert!(used < vm / 4.0, "{who}: used_memory +{used} for a VM +{vm}");
+        // Both VMs' figures are Lua's own count, in whole KB.
+        let _: i64 = redis::cmd("EVAL").arg("return 1").arg(0).query(c).unwrap();
+        for name in ["used_memory_lua", "used_memory_vm_functions"] {
+            let v = num(c, name);
+            assert_eq!(v % 1024.0, 0.0, "{who}: {name} {v}");
+        }
     }
 }
 

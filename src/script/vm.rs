@@ -218,9 +218,11 @@ impl Vm {
         unsafe { ffi::luaL_unref(self.l, ffi::LUA_REGISTRYINDEX, r) }
     }
 
+    /// The VM's heap as Redis reports it (`used_memory_lua`): Lua's own
+    /// count in whole KB (`lua_gc(LUA_GCCOUNT) * 1024`).
     pub fn used_memory(&self) -> usize {
         // SAFETY: the allocator state lives as long as the VM.
-        unsafe { (*self.alloc).used }
+        unsafe { (*self.alloc).used & !1023 }
     }
 
     /// A full collection (no script runs now).
