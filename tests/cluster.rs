@@ -535,3 +535,76 @@ fn keys_loaded_at_start_claim_their_unassigned_slots() {
     let err = oxidis::start(config).err().expect("refused");
     assert!(err.to_string().contains("DB different than DB 0"), "{err}");
 }
+
+/// During a migration of FOO's slot from node `a` to node `b`, GET of
+/// FOO once its TTL has passed but before active expiry removed it, then
+/// of a live key of the slot; then the same with `a` migrating the slot to
+/// itself (unit/cluster/misc "Key lazy expires during key migration").
+/// The nodes at `a` and `b` decide; their ports read as A and B.
+fn get_during_migration(a: &str, b: &str) -> Vec<Result<redis::Value, String>> {
+    let conn = |addr: &str| {
+        redis::Client::open(format!("redis://{addr}/"))
+            .unwrap()
+            .get_connection()
+            .unwrap()
+    };
+    let (mut c, mut cb) = (conn(a), conn(b));
+    let _: () = cmd(&mut c, &["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]);
+    let (host, port_b) = b.rsplit_once(':').unwrap();
+    // B's bus port, from its own line ("... :port@busport ...").
+    let nodes_b: String = cmd(&mut cb, &["CLUSTER", "NODES"]);
+    let bus_b = nodes_b.split_whitespace().nth(1).unwrap();
+    let bus_b = bus_b.split(['@', ',']).nth(1).unwrap();
+    let _: () = cmd(&mut c, &["CLUSTER", "MEET", host, port_b, bus_b]);
+    let id_b: String = cmd(&mut cb, &["CLUSTER", "MYID"]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let nodes: String = cmd(&mut c, &["CLUSTER", "NODES"]);
+        if nodes
+            .lines()
+            .any(|l| l.starts_with(&id_b) && l.contains(" connected"))
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the nodes never met: {nodes}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    wait_ok(&mut c);
+    let _: () = cmd(&mut c, &["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+    let id_a: String = cmd(&mut c, &["CLUSTER", "MYID"]);
+    let slot: i64 = cmd(&mut c, &["CLUSTER", "KEYSLOT", "FOO"]);
+    let slot = slot.to_string();
+    let port_a = a.rsplit(':').next().unwrap();
+    let mut got = Vec::new();
+    for to in [&id_b, &id_a] {
+        let _: () = cmd(&mut c, &["SET", "FOO", "BAR", "PX", "10"]);
+        let _: () = cmd(&mut c, &["SET", "{FOO}live", "v"]);
+        let _: () = cmd(&mut c, &["CLUSTER", "SETSLOT", &slot, "MIGRATING", to]);
+        // Wait (not a bound on anything) until the TTL has passed.
+        std::thread::sleep(Duration::from_millis(20));
+        for k in ["FOO", "{FOO}live"] {
+            got.push(try_cmd(&mut c, &["GET", k]).map_err(|e| {
+                e.replace(&format!(":{port_b}"), ":B")
+                    .replace(&format!(":{port_a}"), ":A")
+            }));
+        }
+        let _: () = cmd(&mut c, &["CLUSTER", "SETSLOT", &slot, "STABLE"]);
+    }
+    got
+}
+
+#[test]
+fn an_expired_key_counts_as_missing_during_a_migration() {
+    let flags = ["--cluster-enabled", "yes", "--enable-debug-command", "yes"];
+    let ra = RedisServer::start_in(&temp_dir("clu-lazy-ra"), &flags);
+    let rb = RedisServer::start_in(&temp_dir("clu-lazy-rb"), &flags);
+    let theirs = get_during_migration(&ra.addr(), &rb.addr());
+    let a = node_in(&temp_dir("clu-lazy-a"), &flags[2..]);
+    let b = node_in(&temp_dir("clu-lazy-b"), &flags[2..]);
+    let ours = get_during_migration(&a.addr().to_string(), &b.addr().to_string());
+    assert_eq!(ours, theirs);
+    assert!(
+        matches!(&ours[0], Err(e) if e.starts_with("ASK ")),
+        "{ours:?}"
+    );
+}

@@ -87,7 +87,15 @@ pub fn check_request(
     args: &Args,
 ) -> Option<Rejection> {
     client.cluster.slot.set(-1);
-    match route(srv, c, client, spec, args) {
+    // The request's own time is taken after the gate: the clock now.
+    match route(
+        srv,
+        c,
+        client,
+        spec,
+        args,
+        crate::clock::real_now_us() / 1000,
+    ) {
         Ok(slot) => {
             client.cluster.slot.set(slot.map_or(-1, |s| s as i16));
             None
@@ -106,7 +114,8 @@ pub fn check_script_call(
     spec: &CommandSpec,
     args: &Args,
 ) -> Option<Rejection> {
-    let slot = match route(srv, c, client, spec, args) {
+    // Inside a script keys expire at the script's start, as for its commands.
+    let slot = match route(srv, c, client, spec, args, crate::clock::now_ms()) {
         Ok(s) => s,
         Err(r) => return Some(Rejection::ClusterScript(r)),
     };
@@ -137,6 +146,8 @@ struct Keys<'a> {
     importing: bool,
     missing: usize,
     existing: usize,
+    /// The time expiry is judged at (see [`route`]).
+    now_ms: i64,
 }
 
 impl<'a> Keys<'a> {
@@ -164,7 +175,8 @@ impl<'a> Keys<'a> {
             _ => {}
         }
         if (self.migrating || self.importing) && !self.pubsub {
-            if self.db.peek(key).is_some() && !self.db.is_expired(key) {
+            let expired = matches!(self.db.expire_at(key), Some(at) if at <= self.now_ms);
+            if self.db.peek(key).is_some() && !expired {
                 self.existing += 1;
             } else {
                 self.missing += 1;
@@ -201,13 +213,15 @@ impl<'a> Keys<'a> {
 }
 
 /// The slot every key of the request (or of the transaction EXEC runs)
-/// hashes to, when this node serves it; the redirection otherwise.
+/// hashes to, when this node serves it; the redirection otherwise. During
+/// a migration a key expired at `now_ms` counts as missing.
 fn route<'a>(
     srv: &'a Server,
     c: &'a Cluster,
     client: &'a Client,
     spec: &CommandSpec,
     args: &Args<'a>,
+    now_ms: i64,
 ) -> Result<Option<u16>, Redirect> {
     let mut k = Keys {
         c,
@@ -220,6 +234,7 @@ fn route<'a>(
         importing: false,
         missing: 0,
         existing: 0,
+        now_ms,
     };
     if spec.has(flags::TXN_EXEC) {
         let Some(m) = client.multi.as_ref() else {
@@ -255,6 +270,11 @@ fn route<'a>(
             return Err(Redirect::Unstable);
         }
         let to = c.migrating[slot as usize].unwrap_or(c.myself);
+        // A slot "migrating" to this node itself is served here, as Redis
+        // redirects only to another node (processCommand).
+        if to == c.myself {
+            return Ok(Some(slot));
+        }
         return Err(Redirect::Ask {
             slot,
             addr: address(srv, c, to),
