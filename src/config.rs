@@ -42,6 +42,7 @@ pub const IMMUTABLE: u8 = 1; // can't be changed by CONFIG SET
 pub const PROTECTED: u8 = 2; // CONFIG SET refused unless enable-protected-configs allows it
 pub const SENSITIVE: u8 = 4; // hidden from logs
 pub const HIDDEN: u8 = 8; // CONFIG GET shows it only when named exactly, not for a pattern
+pub const DENY_LOADING: u8 = 16; // CONFIG SET refused with -LOADING while a load runs (sync or async)
 
 pub struct Param {
     pub name: &'static str,

@@ -241,6 +241,9 @@ fn no_perm(d: crate::acl::Denied, cmd: &str, stage: PermStage) -> Error {
 }
 
 /// MODULE LOAD / LOADEX that did not load (every one: Oxidis loads no modules).
+/// `-LOADING`: a command without the `loading` flag, or CONFIG SET of a
+/// parameter that must not change, while the dataset loads.
+pub const LOADING: &str = "LOADING Redis is loading the dataset in memory";
 pub const MODULE_LOAD_FAILED: &str = "Error loading the extension. Please check the server logs.";
 /// MODULE UNLOAD of a name no module has.
 pub const MODULE_UNLOAD_NO_SUCH: &str = "Error unloading module: no such module with that name";
@@ -297,9 +300,7 @@ impl Rejection {
                 )
                 .into(),
             ),
-            Rejection::Loading => {
-                Error::coded("LOADING Redis is loading the dataset in memory")
-            }
+            Rejection::Loading => Error::coded(LOADING),
             Rejection::MisconfRdb => Error::coded(MISCONF_RDB),
             Rejection::Busy { function: false } => Error::coded(crate::script::busy::BUSY_EVAL),
             Rejection::Busy { function: true } => {

@@ -822,6 +822,32 @@ fn swapdb_of_the_same_history_serves_old_data_meanwhile() {
         .query::<()>(&mut r)
         .unwrap_err();
     assert_eq!(err.code(), Some("LOADING"));
+    // Redis's DENY_LOADING_CONFIG parameters (alone or among others, which
+    // then keep their values); the others change as usual.
+    for pairs in [
+        &["appendonly", "no"][..],
+        &["repl-diskless-load", "disabled"],
+        &["maxmemory-samples", "7", "appendonly", "no"],
+    ] {
+        let err = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg(pairs)
+            .query::<()>(&mut r)
+            .unwrap_err();
+        assert_eq!(err.code(), Some("LOADING"), "{pairs:?}");
+        assert_eq!(
+            err.detail(),
+            Some("Redis is loading the dataset in memory"),
+            "{pairs:?}"
+        );
+    }
+    let samples: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("maxmemory-samples")
+        .query(&mut r)
+        .unwrap();
+    assert_eq!(samples[1], "5");
+    config_set(&mut r, "maxmemory-samples", 7);
     // The slow child keeps its delay: cut this transfer, the next one is fast.
     config_set(&mut m, "rdb-key-save-delay", 0);
     let _ = kill_type(&mut m, "replica");

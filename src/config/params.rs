@@ -164,7 +164,7 @@ pub static GENERATED: &[Param] = &[
         alias: None,
         kind: Bool,
         default: "no",
-        flags: 0,
+        flags: DENY_LOADING,
     },
     Param {
         name: "auto-aof-rewrite-min-size",
@@ -395,7 +395,7 @@ pub static GENERATED: &[Param] = &[
         alias: None,
         kind: Special,
         default: "",
-        flags: PROTECTED,
+        flags: PROTECTED | DENY_LOADING,
     },
     Param {
         name: "disable-thp",
@@ -824,7 +824,7 @@ pub static GENERATED: &[Param] = &[
         alias: None,
         kind: Enum(&["disabled", "on-empty-db", "swapdb"]),
         default: "disabled",
-        flags: 0,
+        flags: DENY_LOADING,
     },
     Param {
         name: "repl-diskless-sync",

@@ -2,7 +2,7 @@
 
 use crate::command::flags::*;
 use crate::command::{Args, CommandSpec};
-use crate::config::{find_param, HIDDEN, IMMUTABLE, PROTECTED};
+use crate::config::{find_param, DENY_LOADING, HIDDEN, IMMUTABLE, PROTECTED};
 use crate::error::{CmdResult, Error};
 use crate::server::Ctx;
 use crate::types::glob;
@@ -108,6 +108,13 @@ fn set(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         }
         if p.flags & PROTECTED != 0 && !protected_allowed(ctx) {
             return Err(set_failed(&name, "can't set protected config"));
+        }
+        // Redis's DENY_LOADING_CONFIG: refused during any load, a replica's
+        // background (async) load of its master's RDB included.
+        if p.flags & DENY_LOADING != 0
+            && (crate::db::loading() || crate::repl::replica::async_loading(ctx.srv))
+        {
+            return Err(Error::coded(crate::error::LOADING));
         }
         // Redis detects duplicates by the names as typed (an alias and its
         // parameter may both appear; the later one wins).
