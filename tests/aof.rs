@@ -510,6 +510,34 @@ fn publish_stays_out_of_the_aof_as_redis() {
     }
 }
 
+/// `redis.set_repl` sends a script's commands to the AOF, the replicas,
+/// both or neither (unit/scripting "Test selective replication of certain
+/// Redis commands from Lua"): the AOF holds what Redis's holds, with and
+/// without a replica.
+#[test]
+fn a_scripts_set_repl_targets_reach_the_aof_as_redis() {
+    if !have_redis() {
+        return;
+    }
+    let body = "redis.call('set','a','1') \
+                redis.set_repl(redis.REPL_NONE) redis.call('set','b','2') \
+                redis.set_repl(redis.REPL_AOF) redis.call('set','c','3') \
+                redis.set_repl(redis.REPL_REPLICA) redis.call('set','e','5') \
+                redis.set_repl(redis.REPL_ALL) redis.call('set','d','4')";
+    let only_aof = "redis.set_repl(redis.REPL_AOF) redis.call('incr','x')";
+    let only_replicas = "redis.set_repl(redis.REPL_REPLICA) redis.call('incr','y') \
+                         redis.call('incr','y')";
+    let steps: &[&[&str]] = &[
+        &["EVAL", body, "0"],
+        &["EVAL", only_aof, "0"],
+        &["EVAL", only_replicas, "0"],
+        &["SET", "after", "1"],
+    ];
+    for replica in [false, true] {
+        same_files_as_redis_with(NO_PREAMBLE, steps, replica);
+    }
+}
+
 /// CONFIG SET appendonly yes writes a base; a restart with the AOF loads it.
 #[test]
 fn config_set_appendonly_yes_creates_a_base() {

@@ -350,7 +350,7 @@ impl Drop for RunGuard {
             &mut *self.srv
         };
         // redis.set_repl() lasts for one script.
-        srv.prop.set_script_repl(true);
+        srv.prop.set_script_repl(crate::server::propagate::TO_ALL);
         let s = &mut srv.script;
         if let Some(mut sc) = self.client.take() {
             sc.reply.buf.clear();

@@ -342,8 +342,8 @@ unsafe extern "C-unwind" fn set_repl(l: State) -> c_int {
         );
     }
     if let Some(run) = run_ctx() {
-        // The propagation stream is what replicas get (REPL_REPLICA = 2).
-        (*run.srv).prop.set_script_repl(flags & 2 != 0);
+        // REPL_AOF = 1 and REPL_REPLICA = 2 are the propagation targets.
+        (*run.srv).prop.set_script_repl(flags as u8);
     }
     0
 }

@@ -110,9 +110,14 @@ pub struct Entered {
 struct Op {
     db: usize,
     resp: std::ops::Range<usize>,
-    /// For the replicas (and taps) only, never the AOF.
-    repl_only: bool,
+    /// Who gets it: [`TO_AOF`], [`TO_REPLICAS`] (and taps), or both.
+    target: u8,
 }
+
+/// Op targets (Redis's PROPAGATE_AOF and PROPAGATE_REPL).
+pub const TO_AOF: u8 = 1;
+pub const TO_REPLICAS: u8 = 2;
+pub const TO_ALL: u8 = TO_AOF | TO_REPLICAS;
 
 /// The server's propagation state.
 #[derive(Default)]
@@ -138,8 +143,10 @@ pub struct Propagation {
     /// The top-level command touches arbitrary keys (SCAN, RANDOMKEY): its
     /// expired-key DELs are not wrapped in MULTI/EXEC.
     no_multi: bool,
-    /// `redis.set_repl(redis.REPL_NONE)` in the running script.
-    script_repl_off: bool,
+    /// Where the running script's commands go (`redis.set_repl`): a
+    /// [`TO_AOF`] / [`TO_REPLICAS`] mask, [`TO_ALL`] unless the script
+    /// changed it; stored inverted, so the default (0) is "all".
+    script_repl_off: u8,
     /// A blocked client's command runs again because a key became ready
     /// (BLMOVE then propagates Redis's lowercase `left`/`right`).
     pub serving_blocked: bool,
@@ -248,23 +255,34 @@ impl Propagation {
         let wrote = dirty > e.dirty || cur.force;
         // EXEC is never propagated itself (its commands are), nor what a
         // script runs after redis.set_repl(REPL_NONE).
-        let silenced = cur.prevent || is_exec || (self.script_repl_off && self.depth > 0);
-        // Forced to the replicas only when there are any (Redis's
-        // `shouldPropagate`): else it would count for the MULTI/EXEC wrap.
-        let to_replicas = cur.force_repl && self.to_replicas();
-        if (wrote || to_replicas) && !silenced {
+        let silenced = cur.prevent || is_exec;
+        // What a script runs goes where redis.set_repl says.
+        let script = if self.depth > 0 {
+            TO_ALL & !self.script_repl_off
+        } else {
+            TO_ALL
+        };
+        let target = if wrote {
+            script
+        } else if cur.force_repl {
+            script & TO_REPLICAS
+        } else {
+            0
+        };
+        // Only for consumers that exist (Redis's `shouldPropagate`): an op
+        // nobody gets must not count for the MULTI/EXEC wrap.
+        let target = target & self.consumers();
+        if target != 0 && !silenced {
             match &cur.rewrite {
                 Some(v) => self.push_op(db, v.iter().map(|a| &a[..])),
                 None => self.push_op(db, (0..argv.len()).map(|i| argv.at(i))),
             }
-            if !wrote {
-                if let Some(op) = self.pending.last_mut() {
-                    op.repl_only = true;
-                }
+            if let Some(op) = self.pending.last_mut() {
+                op.target = target;
             }
         }
         if self.depth == 0 {
-            self.script_repl_off = false;
+            self.script_repl_off = 0;
             self.flush(!self.no_multi);
         }
     }
@@ -310,10 +328,11 @@ impl Propagation {
         }
     }
 
-    /// `redis.set_repl`: commands the script runs from now on are (not)
-    /// propagated to replicas; a script's end turns it back on.
-    pub fn set_script_repl(&mut self, on: bool) {
-        self.script_repl_off = !on;
+    /// `redis.set_repl`: where the commands the script runs from now on
+    /// go (a [`TO_AOF`] / [`TO_REPLICAS`] mask); a script's end sets
+    /// [`TO_ALL`] again.
+    pub fn set_script_repl(&mut self, target: u8) {
+        self.script_repl_off = TO_ALL & !target;
     }
 
     /// Keys expired outside any command (active expiry): each DEL goes out
@@ -357,13 +376,20 @@ impl Propagation {
         self.pending.push(Op {
             db,
             resp: start..self.op_bytes.len(),
-            repl_only: false,
+            target: TO_ALL,
         });
     }
 
     /// The replicas' stream has consumers: taps, or a backlog on a master.
     fn to_replicas(&self) -> bool {
         !self.taps.is_empty() || (self.backlog.is_some() && !self.from_master)
+    }
+
+    /// Which streams have consumers now, as a target mask.
+    fn consumers(&self) -> u8 {
+        let aof = if self.aof.is_some() { TO_AOF } else { 0 };
+        let repl = if self.to_replicas() { TO_REPLICAS } else { 0 };
+        aof | repl
     }
 
     /// Sends the pending ops to every consumer (Redis's `propagatePendingCommands`).
@@ -380,7 +406,7 @@ impl Propagation {
         let shared = to_repl
             && to_aof
             && self.selected == self.aof_selected
-            && !ops.iter().any(|o| o.repl_only);
+            && ops.iter().all(|o| o.target == TO_ALL);
         if to_repl {
             let mut out = std::mem::take(&mut self.scratch);
             out.clear();
@@ -435,7 +461,8 @@ impl Propagation {
             select(out, selected, ops[0].db);
             out.extend_from_slice(b"*1\r\n$5\r\nMULTI\r\n");
         }
-        for op in ops.iter().filter(|o| repl || !o.repl_only) {
+        let to = if repl { TO_REPLICAS } else { TO_AOF };
+        for op in ops.iter().filter(|o| o.target & to != 0) {
             select(out, selected, op.db);
             out.extend_from_slice(&self.op_bytes[op.resp.clone()]);
         }
