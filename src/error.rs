@@ -160,6 +160,9 @@ pub enum Rejection {
     MasterDown,
     /// `redis.call` on a stale replica: a command without the `stale` flag.
     ScriptStaleReplica,
+    /// A replica client (after SYNC/PSYNC) sent a command that reads or
+    /// writes the keyspace.
+    ReplicaKeyspace,
     /// Min-replicas: a write while too few replicas are in good standing.
     NoReplicas,
     /// Pub/sub context (RESP2): only the (un)subscribe family, PING, QUIT, RESET.
@@ -290,6 +293,7 @@ impl Rejection {
             Rejection::MasterDown => Error::coded(
                 "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
             ),
+            Rejection::ReplicaKeyspace => Error::msg("Replica can't interact with the keyspace"),
             Rejection::ScriptStaleReplica => {
                 Error::msg("Can not execute the command on a stale replica")
             }

@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 use common::real_redis::{temp_dir, RedisServer};
 use redis::{Connection, Value};
 
-/// Waits (polling) for `cond`; panics with `what` after 20 s (a hang, not a
+/// Waits (polling) for `cond`; panics with `what` after 60 s (a hang, not a
 /// measured duration: every wait here ends as soon as the state is reached).
 fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let deadline = Instant::now() + Duration::from_secs(60);
     while !cond() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
         std::thread::sleep(Duration::from_millis(20));

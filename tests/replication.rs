@@ -5,6 +5,7 @@
 
 mod common;
 
+use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
 use common::real_redis::{temp_dir, RedisServer};
@@ -696,4 +697,64 @@ fn config_set(m: &mut Connection, pairs: &[(&str, &str)]) {
             .query(m)
             .unwrap();
     }
+}
+
+/// A replica client (after PSYNC) sends GET: what the log says about it
+/// (the lines from "Replica generated" and "== CRITICAL ==" on),
+/// `unexpected_error_replies`, and whether the error reached the link.
+/// The server listens on `port` and logs to `log` (integration/replication
+/// "replica do not write the reply to the replication link - PSYNC").
+fn replica_sends_get(port: u16, log: impl Fn() -> String) -> (Vec<String>, i64, bool) {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(b"PSYNC replicationid -1\r\n").unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !got.windows(5).any(|w| w == b"REDIS") {
+        let n = s.read(&mut buf).unwrap();
+        assert!(n > 0, "no RDB: {got:?}");
+        got.extend_from_slice(&buf[..n]);
+    }
+    s.write_all(b"GET foo\r\n").unwrap();
+    // The replica is dropped; whatever came before the close is kept.
+    while let Ok(n) = s.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        got.extend_from_slice(&buf[..n]);
+    }
+    let mut c = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let unexpected = info_int(&mut c, "stats", "unexpected_error_replies");
+    let mut lines = Vec::new();
+    eventually("the log lines", || {
+        lines = log()
+            .lines()
+            .filter_map(|l| {
+                let at = l
+                    .find("Replica generated")
+                    .or_else(|| l.find("== CRITICAL =="))?;
+                // The client description after "disconnecting it:" differs.
+                Some(l[at..].split(": id=").next().unwrap().to_string())
+            })
+            .collect();
+        lines.len() == 2
+    });
+    let leaked = got.windows(8).any(|w| w == b"-Replica");
+    (lines, unexpected, leaked)
+}
+
+#[test]
+fn a_replica_client_that_reads_the_keyspace_is_refused_and_logged_as_redis() {
+    let redis = RedisServer::start_in(&temp_dir("repl-get-real"), &[]);
+    let theirs = replica_sends_get(redis.port, || redis.log());
+    let dir = temp_dir("repl-get");
+    let ox = common::process::Oxidis::start_in(&dir, &["--logfile", "ox.log"]);
+    let ours = replica_sends_get(ox.port, || {
+        std::fs::read_to_string(dir.join("ox.log")).unwrap_or_default()
+    });
+    assert_eq!(ours, theirs);
+    assert_eq!(ours.1, 1);
 }

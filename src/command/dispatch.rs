@@ -69,7 +69,7 @@ pub fn dispatch(srv: &mut Server, client: &mut Client, args: &Args) {
         end_reply_mode(client, mode_before, start_len);
     }
     if replica && client.reply.len() > start_len {
-        replica_replied(srv, client, args);
+        replica_replied(srv, client, args, start_len);
     }
     crate::server::tracking::after_dispatch(client, args);
     // client-output-buffer-limit on the client's own replies, looked at
@@ -85,7 +85,7 @@ pub fn dispatch(srv: &mut Server, client: &mut Client, args: &Args) {
 /// replication link: Redis logs it and drops the replica
 /// (`logInvalidUseAndFreeClientAsync`).
 #[cold]
-fn replica_replied(srv: &Server, client: &mut Client, args: &Args) {
+fn replica_replied(srv: &mut Server, client: &mut Client, args: &Args, start_len: usize) {
     let name = crate::command::gate::resolve(&srv.config.names, args).map_or_else(
         |_| String::from_utf8_lossy(args.at(0)).into_owned(),
         |c| c.spec.full_name().to_string(),
@@ -94,6 +94,10 @@ fn replica_replied(srv: &Server, client: &mut Client, args: &Args) {
         "Replica generated a reply to command '{name}', disconnecting it: {}",
         crate::cmd::server::client::describe(client, true, 0)
     ));
+    if client.reply.buf.get(start_len) == Some(&b'-') {
+        let reply = client.reply.buf[start_len..].to_vec();
+        crate::repl::unexpected_error(srv, "master", "replica", &reply, &name);
+    }
     if let Some(cell) = srv.clients.get(&client.id) {
         cell.kill.set(true);
     }

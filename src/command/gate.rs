@@ -159,6 +159,19 @@ pub fn admit(srv: &Server, client: &Client, cmd: CmdRef, args: &Args, caller: Ca
             return reject(Rejection::Busy { function });
         }
     }
+    // A replica's link carries only REPLCONF and the like: keyspace
+    // commands would escape CLIENT PAUSE, which replicas are exempt from.
+    if client.repl_role == crate::server::client::ReplRole::Replica
+        && flagged_or_queued(
+            srv,
+            client,
+            cmd,
+            args,
+            flags::WRITE | flags::READONLY | flags::MAY_REPLICATE,
+        )
+    {
+        return reject(Rejection::ReplicaKeyspace);
+    }
     if !obey && paused(srv, client, cmd, args) {
         return Verdict::Postpone;
     }

@@ -14,6 +14,28 @@ pub mod wait;
 
 use crate::db::ClientId;
 
+/// An error reply on a replication link, in either direction (a replica's
+/// command from its master, or a replica client of this master): never
+/// meant to happen, so Redis logs it and counts it in INFO's
+/// `unexpected_error_replies` (`afterErrorReply`). `from`/`to` name the
+/// two ends ("replica"/"master", or "master"/"replica").
+pub fn unexpected_error(
+    srv: &mut crate::server::Server,
+    from: &str,
+    to: &str,
+    reply: &[u8],
+    cmd_name: &str,
+) {
+    let line = reply.split(|&b| b == b'\r').next().unwrap_or_default();
+    let text = String::from_utf8_lossy(line.get(1..).unwrap_or_default());
+    // Redis quotes ERR-class errors without their code.
+    let text = text.strip_prefix("ERR ").unwrap_or(&text);
+    crate::log::warning(&format!(
+        "== CRITICAL == This {from} is sending an error to its {to}: '{text}' after processing the command '{cmd_name}'"
+    ));
+    srv.stats.unexpected_error_replies += 1;
+}
+
 /// What a client announced with REPLCONF before (or while) it is a replica
 /// (Redis keeps these in the client struct).
 #[derive(Clone, Debug, Default)]

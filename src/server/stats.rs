@@ -38,6 +38,8 @@ pub struct Stats {
     /// The running command replied an error already counted elsewhere (a
     /// script passing on its `redis.call`'s error): it failed all the same.
     pub uncounted_error: bool,
+    /// Error replies on a replication link (`unexpected_error_replies`).
+    pub unexpected_error_replies: u64,
     /// Ops-per-second samples for `instantaneous_ops_per_sec`.
     pub ops_samples: [u64; 16],
     pub ops_sample_idx: usize,

@@ -386,7 +386,11 @@ fn stats(srv: &Server, out: &mut String) {
     line!(out, "tracking_total_keys:{keys}");
     line!(out, "tracking_total_items:{items}");
     line!(out, "tracking_total_prefixes:{prefixes}");
-    line!(out, "unexpected_error_replies:0");
+    line!(
+        out,
+        "unexpected_error_replies:{}",
+        st.unexpected_error_replies
+    );
     line!(out, "total_error_replies:{}", st.total_error_replies);
     for f in [
         "dump_payload_sanitizations:0",

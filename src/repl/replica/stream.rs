@@ -290,19 +290,8 @@ fn run_command(s: &mut Server, generation: u64, c: &mut Client, args: &Args, out
     };
     crate::db::set_replica_expiry(ReplicaExpiry::Replica);
     if c.reply.buf.first() == Some(&b'-') {
-        log_error_to_master(&c.reply.buf, cmd_name);
+        // Never sent to the master, but it hints at a divergence.
+        crate::repl::unexpected_error(s, "replica", "master", &c.reply.buf, cmd_name);
     }
     c.reply.buf.clear();
-}
-
-/// An error the master's command got (never sent to the master): Redis
-/// logs it, as it hints at a divergence (`afterErrorReply`).
-fn log_error_to_master(reply: &[u8], cmd_name: &str) {
-    let line = reply.split(|&b| b == b'\r').next().unwrap_or_default();
-    let text = String::from_utf8_lossy(&line[1..]);
-    // Redis quotes ERR-class errors without their code.
-    let text = text.strip_prefix("ERR ").unwrap_or(&text);
-    log::warning(&format!(
-        "== CRITICAL == This replica is sending an error to its master: '{text}' after processing the command '{cmd_name}'"
-    ));
 }
