@@ -5,8 +5,9 @@ fn main() {
     match args.first().map(String::as_str) {
         Some("-v") | Some("--version") => {
             println!(
-                "Redis server v={} sha=00000000:0 malloc=libc bits=64 build=oxidis-{}",
+                "Redis server v={} sha=00000000:0 malloc={} bits=64 build=oxidis-{}",
                 oxidis::REDIS_VERSION,
+                oxidis::server::memory::ALLOCATOR,
                 env!("CARGO_PKG_VERSION")
             );
             return;

@@ -715,3 +715,52 @@ fn call_info(c: &mut TcpStream) -> String {
     c.write_all(&resp(&["INFO", "server"])).unwrap();
     read_bulk(c)
 }
+
+/// What a server makes of command-line arguments that take several words,
+/// none, or too many (unit/introspection "redis-server command line
+/// arguments - error cases"): the exit code and the last line of its
+/// output, with the log prefix cut. Every case binds no address (`--bind
+/// ""`), so one that parses ends with "Configured to not listen anywhere".
+fn arguments_outcome(bin: &std::path::Path, args: &[&str]) -> (Option<i32>, String) {
+    let out = Command::new(bin)
+        .args(["--bind", ""])
+        .args(args)
+        .current_dir(std::env::temp_dir())
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    let last = text
+        .lines()
+        .rfind(|l| !l.is_empty() && !l.starts_with("Could not start"))
+        .unwrap_or_default();
+    // "pid:M date time # text": the text.
+    let last = last.split_once(" # ").map_or(last, |(_, t)| t);
+    (out.status.code(), last.to_string())
+}
+
+#[test]
+fn multi_word_arguments_are_parsed_as_redis() {
+    let cases: &[&[&str]] = &[
+        &["--shutdown-on-sigint"],
+        &["--shutdown-on-sigint", "now force", "--shutdown-on-sigterm"],
+        &["--shutdown-on-sigint", "now", "force"],
+        &["--notify-keyspace-events", "a", "b"],
+        &["--notify-keyspace-events"],
+        &["--save"],
+        &["--save", "60", "10", "30"],
+        &["--client-output-buffer-limit"],
+        &["--client-output-buffer-limit", "normal", "0", "0", "0"],
+        &["--latency-tracking-info-percentiles"],
+        &["--oom-score-adj-values"],
+        &["--replicaof"],
+        &["--replicaof", "127.0.0.1", "abc"],
+        &["--port", "6379", "6380"],
+        &["--loglevel", "--bla"],
+    ];
+    for args in cases {
+        let want = arguments_outcome(&common::real_redis::binary(), args);
+        let got = arguments_outcome(std::path::Path::new(BIN), args);
+        assert_eq!(got, want, "{args:?}");
+    }
+}

@@ -1,7 +1,7 @@
 //! Reading configuration: redis.conf text (`load_text`) and redis-server's
 //! command line (`from_args`), with Redis's fatal error texts.
 
-use super::{bytes_path, find_param, os_error, Config, Kind};
+use super::{bytes_path, find_param, os_error, Config};
 
 impl Config {
     /// Loads config-file text (also what command-line flags turn into).
@@ -81,16 +81,17 @@ impl Config {
                 }
                 _ => match find_param(&name) {
                     Some(prm) => {
-                        let multi = (matches!(prm.kind, Kind::Special)
-                            && !matches!(
-                                prm.name,
-                                "dir" | "unixsocketperm" | "cluster-announce-hostname"
-                            ))
-                            || prm.name.starts_with("shutdown-on-sig");
+                        // Redis's MULTI_ARG_CONFIG parameters take any number of
+                        // words and check the count themselves; the others one.
+                        let multi = MULTI_ARG.contains(&prm.name);
                         if !multi && args.len() != 1 {
                             return Err(fail("wrong number of arguments"));
                         }
-                        if multi && args.is_empty() {
+                        // With no words: these two count them (as Redis's setters);
+                        // the others take none as an empty value.
+                        if args.is_empty()
+                            && matches!(prm.name, "oom-score-adj-values" | "replicaof")
+                        {
                             return Err(fail("wrong number of arguments"));
                         }
                         let v = args.join(&b' ');
@@ -122,6 +123,18 @@ fn trim_line(raw: &[u8]) -> &[u8] {
 
 /// Splits a config line as Redis does (`sdssplitargs`; `"\xff"` escapes
 /// give any byte).
+/// Parameters given as several words (Redis's MULTI_ARG_CONFIG).
+const MULTI_ARG: &[&str] = &[
+    "save",
+    "client-output-buffer-limit",
+    "oom-score-adj-values",
+    "bind",
+    "replicaof",
+    "latency-tracking-info-percentiles",
+    "shutdown-on-sigint",
+    "shutdown-on-sigterm",
+];
+
 pub fn split_config_line(bytes: &[u8]) -> Option<Vec<Vec<u8>>> {
     crate::resp::inline::split(bytes)
 }

@@ -20,6 +20,10 @@ pub struct Bound {
     pub unix: Option<String>,
 }
 
+/// Redis's log line (and exit) when neither a TCP address nor a unix
+/// socket is configured.
+const NOWHERE: &str = "Configured to not listen anywhere, exiting.";
+
 /// Binds the configured sockets, as Redis does: each `bind` address on
 /// `port` plus the unix socket. With `port 0` Redis listens on no TCP port
 /// (and exits when there is no unix socket either); Oxidis keeps that with a
@@ -46,6 +50,10 @@ pub async fn bind(config: &Config) -> std::io::Result<(Vec<TcpListener>, Option<
         }
         None => None,
     };
+    if tcp.is_empty() && unix.is_none() {
+        crate::log::warning(NOWHERE);
+        return Err(std::io::Error::other(NOWHERE));
+    }
     Ok((tcp, unix))
 }
 
@@ -69,12 +77,9 @@ pub fn bind_ephemeral(config: &Config) -> std::io::Result<Vec<TcpListener>> {
 /// first bound address got.
 fn bind_addrs(config: &Config, mut port: u16) -> std::io::Result<Vec<TcpListener>> {
     let mut tcp = Vec::new();
-    let addrs: Vec<String> = if config.bind.is_empty() {
-        vec!["*".into()]
-    } else {
-        config.bind.clone()
-    };
-    for a in addrs {
+    // `bind ""` (or `--bind` with no address) listens on no TCP address,
+    // as Redis's listenToPort.
+    for a in config.bind.iter() {
         let optional = a.starts_with('-');
         let host = a.trim_start_matches('-');
         let host = match host {
