@@ -758,3 +758,39 @@ fn a_replica_client_that_reads_the_keyspace_is_refused_and_logged_as_redis() {
     assert_eq!(ours, theirs);
     assert_eq!(ours.1, 1);
 }
+
+/// The address a master sees for a replica started with `bind-source-addr
+/// 127.0.0.2` (`slave0` of INFO replication): `replica` starts it with the
+/// given flags and returns it (kept alive while the master is asked).
+fn replica_seen_from<R>(replica: impl Fn(&[&str]) -> R) -> String {
+    // Protected mode admits 127.0.0.1 only.
+    let master = RedisServer::start_in(&temp_dir("srcaddr-m"), &["--protected-mode", "no"]);
+    let port = master.port.to_string();
+    let _r = replica(&[
+        "--replicaof",
+        "127.0.0.1",
+        &port,
+        "--bind-source-addr",
+        "127.0.0.2",
+    ]);
+    let mut m = master.conn();
+    let mut seen = String::new();
+    eventually("the replica to be online", || {
+        let info: String = redis::cmd("INFO").arg("replication").query(&mut m).unwrap();
+        seen = info
+            .lines()
+            .find_map(|l| l.strip_prefix("slave0:"))
+            .unwrap_or_default()
+            .to_string();
+        seen.contains("state=online")
+    });
+    seen.split(',').next().unwrap().to_string()
+}
+
+#[test]
+fn a_replica_connects_from_bind_source_addr_as_redis() {
+    let theirs = replica_seen_from(|f| RedisServer::start_in(&temp_dir("srcaddr-r"), f));
+    let ours = replica_seen_from(common::start_with);
+    assert_eq!(ours, theirs);
+    assert_eq!(ours, "ip=127.0.0.2");
+}

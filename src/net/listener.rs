@@ -389,3 +389,33 @@ pub async fn run(
         std::process::exit(0);
     }
 }
+
+/// An outgoing connection (a replica to its master), from `source` when
+/// `bind-source-addr` names one, as Redis's `connConnect` binds it first.
+pub async fn connect_from(
+    host: &str,
+    port: u16,
+    source: Option<&str>,
+) -> std::io::Result<tokio::net::TcpStream> {
+    let Some(source) = source else {
+        return tokio::net::TcpStream::connect((host, port)).await;
+    };
+    let mut last = std::io::Error::other("no address");
+    for addr in tokio::net::lookup_host((host, port)).await? {
+        let sock = if addr.is_ipv4() {
+            tokio::net::TcpSocket::new_v4()?
+        } else {
+            tokio::net::TcpSocket::new_v6()?
+        };
+        let from = tokio::net::lookup_host((source, 0))
+            .await?
+            .find(|a| a.is_ipv4() == addr.is_ipv4());
+        let Some(from) = from else { continue };
+        sock.bind(from)?;
+        match sock.connect(addr).await {
+            Ok(s) => return Ok(s),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}

@@ -5,8 +5,6 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use tokio::net::TcpStream;
-
 use super::handshake::{self, Conn, Sync};
 use super::{ids, link_of, stream, transfer, State};
 use crate::log;
@@ -87,32 +85,37 @@ async fn run(srv: Rc<RefCell<Server>>, generation: u64) {
 /// One connection: connect, handshake, then a full or partial sync and the
 /// stream until the link drops.
 async fn session(srv: &Rc<RefCell<Server>>, generation: u64) -> Outcome {
-    let (host, port, timeout) = {
+    let (host, port, timeout, source) = {
         let s = &mut *srv.borrow_mut();
+        let source = s
+            .config
+            .get("bind-source-addr")
+            .filter(|a| !a.is_empty())
+            .map(String::from);
         let timeout = repl_timeout(s);
         let Some(l) = link_of(s, generation) else {
             return Outcome::Gone;
         };
         l.state = State::Connecting;
         l.transfer_last_io = Instant::now();
-        (l.host.clone(), l.port, timeout)
+        (l.host.clone(), l.port, timeout, source)
     };
     log::notice("MASTER <-> REPLICA sync started");
-    let stream =
-        match tokio::time::timeout(timeout, TcpStream::connect((host.as_str(), port))).await {
-            Ok(Ok(s)) => s,
-            Ok(Err(e)) => {
-                log::warning(&format!(
-                    "Error condition on socket for SYNC: {}",
-                    crate::config::os_error(&e)
-                ));
-                return Outcome::Later;
-            }
-            Err(_) => {
-                log::warning("Timeout connecting to the MASTER...");
-                return Outcome::Now;
-            }
-        };
+    let connect = crate::net::listener::connect_from(&host, port, source.as_deref());
+    let stream = match tokio::time::timeout(timeout, connect).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => {
+            log::warning(&format!(
+                "Error condition on socket for SYNC: {}",
+                crate::config::os_error(&e)
+            ));
+            return Outcome::Later;
+        }
+        Err(_) => {
+            log::warning("Timeout connecting to the MASTER...");
+            return Outcome::Now;
+        }
+    };
     let _ = stream.set_nodelay(true);
     if !handshake::set_state(srv, generation, State::Handshake) {
         return Outcome::Gone;
