@@ -47,8 +47,10 @@ pub struct Cluster {
     among_minority_ms: i64,
     /// Where nodes.conf lives (absolute, or relative to the working directory).
     pub config_path: std::path::PathBuf,
-    /// The slots this node served at the last change (`channels::after_change`).
-    pub served: Vec<bool>,
+    /// Per slot, its owner at the last change when that owner was in this
+    /// node's shard (itself, or its master for a replica), for
+    /// `channels::after_change`.
+    pub served: Vec<Option<usize>>,
     /// Slots still bound to an owner that stopped claiming them (Redis's
     /// `owner_not_claiming_slot`): not spread in UPDATE messages.
     pub not_claiming: Vec<bool>,
@@ -79,7 +81,7 @@ impl Cluster {
             first_update_ms: 0,
             among_minority_ms: 0,
             config_path,
-            served: vec![false; SLOTS],
+            served: vec![None; SLOTS],
             not_claiming: vec![false; SLOTS],
             dirty_slots: Vec::new(),
             new_master: None,
@@ -297,8 +299,7 @@ pub fn init(srv: &mut crate::server::Server) -> Result<(), String> {
             crate::config::os_error(&e)
         )
     })?;
-    let me = cluster.myself;
-    cluster.served = cluster.owners.iter().map(|o| *o == Some(me)).collect();
+    cluster.served = channels::in_my_shard(&cluster);
     srv.cluster = Some(Box::new(cluster));
     srv.ks.dbs[0].index_slots();
     cron(srv);
@@ -357,8 +358,7 @@ pub fn verify_with_data(srv: &mut crate::server::Server) -> Result<(), String> {
         }
     }
     if changed {
-        let me = c.myself;
-        c.served = c.owners.iter().map(|o| *o == Some(me)).collect();
+        c.served = channels::in_my_shard(c);
         config_file::save(c).map_err(|e| {
             format!(
                 "Fatal: can't update cluster config file: {}",

@@ -214,6 +214,7 @@ impl Cluster {
             shift(&mut self.importing[s]);
             shift(&mut self.migrating[s]);
             shift(&mut self.owners[s]);
+            shift(&mut self.served[s]);
         }
         for l in self.bus.links.values_mut() {
             shift(&mut l.node);
