@@ -5,7 +5,7 @@
 
 mod common;
 use common::cluster_node::*;
-use common::Raw;
+use common::{real_redis, Raw};
 
 use std::time::Duration;
 
@@ -54,4 +54,67 @@ fn a_replica_drops_the_shard_channels_of_a_slot_its_master_gave_away() {
     let ours = slot_moves_away(false);
     assert_eq!(ours, theirs);
     assert!(theirs[1].contains("sunsubscribe"), "{theirs:?}");
+}
+
+/// An RDB image (version 10, no checksum) holding `k1`, expired since
+/// 1970, and `k2` with no TTL.
+fn rdb_with_an_expired_key() -> Vec<u8> {
+    let mut b = b"REDIS0010".to_vec();
+    b.push(0xFC); // EXPIRETIME_MS
+    b.extend_from_slice(&1u64.to_le_bytes());
+    b.extend_from_slice(&[0, 2, b'k', b'1', 1, b'v']);
+    b.extend_from_slice(&[0, 2, b'k', b'2', 1, b'v']);
+    b.push(0xFF);
+    b.extend_from_slice(&[0; 8]);
+    b
+}
+
+/// A cluster node started on that image with a nodes.conf saying it is a
+/// replica (`replica`) or a master: its DBSIZE once loaded.
+fn dbsize_after_load(real: bool, replica: bool) -> String {
+    let dir = real_redis::temp_dir(if real { "rc-expl-r" } else { "rc-expl" });
+    std::fs::write(dir.join("dump.rdb"), rdb_with_an_expired_key()).unwrap();
+    let (me, master) = ("a".repeat(40), "b".repeat(40));
+    let conf = if replica {
+        format!(
+            "{me} 127.0.0.1:7000@17000 myself,slave {master} 0 0 0 connected\n\
+             {master} 127.0.0.1:1@2 master - 0 0 1 connected 0-16383\n\
+             vars currentEpoch 1 lastVoteEpoch 0\n"
+        )
+    } else {
+        format!(
+            "{me} 127.0.0.1:7000@17000 myself,master - 0 0 1 connected 0-16383\n\
+             vars currentEpoch 1 lastVoteEpoch 0\n"
+        )
+    };
+    std::fs::write(dir.join("nodes.conf"), conf).unwrap();
+    let flags = ["--cluster-enabled", "yes"];
+    let size = |c: &mut redis::Connection| -> String {
+        format!("{:?}", common::cluster::try_cmd(c, &["DBSIZE"]))
+    };
+    if real {
+        let r = real_redis::RedisServer::start_in(&dir, &flags);
+        size(
+            &mut redis::Client::open(r.url())
+                .unwrap()
+                .get_connection()
+                .unwrap(),
+        )
+    } else {
+        let mut all = vec!["--dir", dir.to_str().unwrap()];
+        all.extend_from_slice(&flags);
+        let h = common::start_with(&all);
+        let s = size(&mut common::conn(&h));
+        let _ = std::fs::remove_dir_all(&dir);
+        s
+    }
+}
+
+#[test]
+fn a_cluster_replica_keeps_the_expired_keys_of_the_file_it_loads() {
+    for replica in [true, false] {
+        let theirs = dbsize_after_load(true, replica);
+        let ours = dbsize_after_load(false, replica);
+        assert_eq!(ours, theirs, "replica: {replica}");
+    }
 }

@@ -118,6 +118,16 @@ pub fn is_replica(srv: &Server) -> bool {
     srv.replica.link.is_some()
 }
 
+/// This server acts as a master (Redis's `iAmMaster`): in cluster mode
+/// its own role in the cluster view (a replica is one from its nodes.conf
+/// on, before its link to the master is made), else no master is set.
+pub fn i_am_master(srv: &Server) -> bool {
+    match srv.cluster.as_deref() {
+        Some(c) => !c.me().is_replica(),
+        None => !is_replica(srv),
+    }
+}
+
 /// Writes from clients are refused: a replica with `replica-read-only yes`.
 pub fn read_only(srv: &Server) -> bool {
     is_replica(srv) && srv.config.get("replica-read-only") == Some("yes")
