@@ -118,3 +118,98 @@ fn a_cluster_replica_keeps_the_expired_keys_of_the_file_it_loads() {
         assert_eq!(ours, theirs, "replica: {replica}");
     }
 }
+
+/// The `health` CLUSTER SHARDS on `by` gives node `id`.
+fn health(by: &Node, id: &str) -> Option<String> {
+    fn text(v: &redis::Value) -> Option<String> {
+        match v {
+            redis::Value::BulkString(b) => Some(String::from_utf8_lossy(b).into_owned()),
+            redis::Value::SimpleString(s) => Some(s.clone()),
+            _ => None,
+        }
+    }
+    fn find(v: &redis::Value, id: &str) -> Option<String> {
+        let redis::Value::Array(items) = v else {
+            return None;
+        };
+        let words: Vec<Option<String>> = items.iter().map(text).collect();
+        let field = |name: &str| {
+            let i = words.iter().position(|w| w.as_deref() == Some(name))?;
+            words.get(i + 1).cloned().flatten()
+        };
+        if field("id").as_deref() == Some(id) {
+            return field("health");
+        }
+        items.iter().find_map(|i| find(i, id))
+    }
+    find(&by.cmd(&["CLUSTER", "SHARDS"]).ok()?, id)
+}
+
+/// A replica whose master's link was cut loads a full sync slowly: the
+/// health its master's CLUSTER SHARDS gives it during and after the load
+/// (the replica answers the bus while it loads, its offset then 0).
+fn health_while_loading(real: bool) -> Vec<String> {
+    let tag = if real { "rc-load-r" } else { "rc-load" };
+    let nodes = masters_and_replica(real, tag);
+    let (master, replica) = (&nodes[0], &nodes[3]);
+    let rid = replica.id();
+    wait_for("the replica is online", || {
+        (health(master, &rid).as_deref() == Some("online")).then_some(())
+    });
+    let mut c = master.conn();
+    let value = "A".repeat(1000);
+    let mut pipe = redis::pipe();
+    for j in 0..1000 {
+        pipe.cmd("SET")
+            .arg(format!("k{{06S}}{j}"))
+            .arg(&value)
+            .ignore();
+    }
+    pipe.query::<()>(&mut c).unwrap();
+    master
+        .cmd(&["CONFIG", "SET", "repl-backlog-size", "100"])
+        .unwrap();
+    replica
+        .cmd(&["CONFIG", "SET", "key-load-delay", "4000"])
+        .unwrap();
+    replica
+        .cmd(&[
+            "CONFIG",
+            "SET",
+            "loading-process-events-interval-bytes",
+            "1024",
+        ])
+        .unwrap();
+    let mut pipe = redis::pipe();
+    pipe.atomic();
+    pipe.cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("replica")
+        .ignore();
+    for j in 0..100 {
+        pipe.cmd("SET")
+            .arg(format!("{{06S}}{j}"))
+            .arg(&value)
+            .ignore();
+    }
+    pipe.query::<()>(&mut c).unwrap();
+    let mut seen = vec![wait_for("the replica is loading", || {
+        health(master, &rid).filter(|h| h == "loading")
+    })];
+    replica
+        .cmd(&["CONFIG", "SET", "key-load-delay", "0"])
+        .unwrap();
+    seen.push(wait_for("the replica is online again", || {
+        health(master, &rid).filter(|h| h == "online")
+    }));
+    seen.push(health(replica, &rid).unwrap_or_default());
+    seen
+}
+
+#[test]
+fn a_loading_replica_serves_the_bus_and_shows_as_loading() {
+    let theirs = health_while_loading(true);
+    let ours = health_while_loading(false);
+    assert_eq!(ours, theirs);
+}

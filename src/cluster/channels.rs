@@ -1,6 +1,6 @@
 //! Shard channels of slots this node stops serving lose their subscribers, who are told so (Redis's `removeChannelsInSlot`).
 
-use super::slot::{key_slot, SLOTS};
+use super::slot::key_slot;
 use super::Cluster;
 use crate::server::client::Client;
 use crate::server::Server;
@@ -28,15 +28,14 @@ pub fn after_change(srv: &mut Server, current: &mut Client) {
     let Some(c) = srv.cluster.as_deref_mut() else {
         return;
     };
-    let mut gone = vec![false; SLOTS];
-    let mut any = false;
-    for s in 0..SLOTS {
-        let was = c.served[s];
-        if was.is_some() && was != c.owners[s] && c.owners[s] != Some(c.myself) {
-            gone[s] = true;
-            any = true;
-        }
-    }
+    let me = Some(c.myself);
+    let gone: Vec<bool> = c
+        .served
+        .iter()
+        .zip(&c.owners)
+        .map(|(was, now)| was.is_some() && was != now && *now != me)
+        .collect();
+    let any = gone.contains(&true);
     c.served = in_my_shard(c);
     if !any || srv.pubsub.shard_channels.is_empty() {
         return;

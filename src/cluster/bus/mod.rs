@@ -51,8 +51,14 @@ pub struct Link {
     pub inbound: bool,
     /// Creation time, ms.
     pub ctime: i64,
-    /// Bytes waiting to be written; the task writes them when woken.
+    /// Bytes waiting to be written; the task writes them when woken (or
+    /// `link::poll_while_blocked`, while the data thread is busy).
     pub sndbuf: Vec<u8>,
+    /// Bytes read and not yet a whole message.
+    pub rcvbuf: Vec<u8>,
+    /// The socket's descriptor once connected (-1 before): read and
+    /// written by `link::poll_while_blocked` while the task cannot run.
+    pub fd: i32,
     pub wake: Rc<Notify>,
     /// The link's task (aborted when the link is freed).
     pub task: Option<tokio::task::AbortHandle>,
@@ -105,6 +111,8 @@ impl Bus {
                 inbound,
                 ctime: now_ms(),
                 sndbuf: Vec::new(),
+                rcvbuf: Vec::new(),
+                fd: -1,
                 wake: Rc::new(Notify::new()),
                 task: None,
                 local_ip: String::new(),
