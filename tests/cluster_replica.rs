@@ -213,3 +213,57 @@ fn a_loading_replica_serves_the_bus_and_shows_as_loading() {
     let ours = health_while_loading(false);
     assert_eq!(ours, theirs);
 }
+
+/// The replica's link to its master is down for longer than
+/// `cluster-replica-validity-factor` allows (the master paused so that it
+/// cannot come back), then the master dies: the replica's role once it
+/// saw the cluster fail and had time for an election.
+fn stale_replica_role(real: bool) -> String {
+    let tag = if real { "rc-stale-r" } else { "rc-stale" };
+    let mut nodes: Vec<Option<Node>> = masters_and_replica(real, tag)
+        .into_iter()
+        .map(Some)
+        .collect();
+    let replica = nodes[3].take().unwrap();
+    replica
+        .cmd(&["CONFIG", "SET", "cluster-replica-validity-factor", "1"])
+        .unwrap();
+    replica
+        .cmd(&["CONFIG", "SET", "repl-ping-replica-period", "1"])
+        .unwrap();
+    nodes[0]
+        .as_ref()
+        .unwrap()
+        .cmd(&["CLIENT", "PAUSE", "60000"])
+        .unwrap();
+    replica.cmd(&["CLIENT", "KILL", "TYPE", "master"]).unwrap();
+    // Older than ping period + validity x node timeout + node timeout (3 s).
+    wait_for("the link is down for 4 s", || {
+        let info = replica.text(&["INFO", "replication"]);
+        let down = info
+            .lines()
+            .find_map(|l| l.strip_prefix("master_link_down_since_seconds:"))
+            .and_then(|v| v.trim().parse::<i64>().ok());
+        down.filter(|&d| d >= 4)
+    });
+    drop(nodes[0].take());
+    wait_for("the replica sees the cluster fail", || {
+        replica
+            .text(&["CLUSTER", "INFO"])
+            .starts_with("cluster_state:fail")
+            .then_some(())
+    });
+    // An election would start within 1.5 s and end within 2 s more.
+    std::thread::sleep(Duration::from_secs(5));
+    let nodes_text = replica.text(&["CLUSTER", "NODES"]);
+    let me = nodes_text.lines().find(|l| l.contains("myself")).unwrap();
+    me.split(' ').nth(2).unwrap().replace("myself,", "")
+}
+
+#[test]
+fn a_replica_with_stale_data_does_not_fail_over() {
+    let theirs = stale_replica_role(true);
+    let ours = stale_replica_role(false);
+    assert_eq!(ours, theirs);
+    assert_eq!(theirs, "slave");
+}
