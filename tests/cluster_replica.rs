@@ -267,3 +267,65 @@ fn a_replica_with_stale_data_does_not_fail_over() {
     assert_eq!(ours, theirs);
     assert_eq!(theirs, "slave");
 }
+
+/// Working replicas (not FAIL) of each of the first three nodes, as `by`
+/// sees them.
+fn working_replicas(by: &Node, masters: &[String]) -> Vec<usize> {
+    let text = by.text(&["CLUSTER", "NODES"]);
+    masters
+        .iter()
+        .map(|m| {
+            text.lines()
+                .filter(|l| {
+                    let f: Vec<&str> = l.split(' ').collect();
+                    f[3] == m && f[2].contains("slave") && !f[2].contains("fail")
+                })
+                .count()
+        })
+        .collect()
+}
+
+/// Three masters, the first with two replicas, the second with one: that
+/// one dies, and a replica of the first moves to the second (Redis's
+/// replica migration). The working replicas per master afterwards.
+fn replica_migration(real: bool) -> Vec<usize> {
+    let tag = if real { "rc-migr-r" } else { "rc-migr" };
+    let mut nodes = three_masters(real, tag);
+    // No migration while the replicas join: a master may count as a
+    // target in the view of a replica that learnt of other replicas first.
+    let no = ["--cluster-allow-replica-migration", "no"];
+    add_replica(&mut nodes, 0, real, &format!("{tag}a"), &no);
+    add_replica(&mut nodes, 0, real, &format!("{tag}b"), &no);
+    add_replica(&mut nodes, 1, real, &format!("{tag}c"), &no);
+    let masters: Vec<String> = nodes[..3].iter().map(|n| n.id()).collect();
+    for n in &nodes {
+        wait_for("every node knows every replica", || {
+            (working_replicas(n, &masters) == [2, 1, 0]).then_some(())
+        });
+    }
+    for n in &nodes[3..] {
+        n.cmd(&["CONFIG", "SET", "cluster-allow-replica-migration", "yes"])
+            .unwrap();
+    }
+    let gone = nodes.pop().unwrap();
+    let gone_id = gone.id();
+    drop(gone);
+    wait_for("the second master's replica is FAIL", || {
+        let text = nodes[0].text(&["CLUSTER", "NODES"]);
+        let line = text.lines().find(|l| l.starts_with(&gone_id))?;
+        line.split(' ').nth(2)?.contains("fail").then_some(())
+    });
+    for n in &nodes {
+        wait_for("every node sees the move", || {
+            (working_replicas(n, &masters) == [1, 1, 0]).then_some(())
+        });
+    }
+    working_replicas(&nodes[1], &masters)
+}
+
+#[test]
+fn a_replica_moves_to_a_master_left_without_replicas() {
+    let theirs = replica_migration(true);
+    let ours = replica_migration(false);
+    assert_eq!(ours, theirs);
+}

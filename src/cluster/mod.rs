@@ -132,14 +132,49 @@ impl Cluster {
         }
     }
 
-    /// Gives `slot` to `node`; false when it was already assigned.
+    /// Gives `slot` to `node`; false when it was already assigned. A
+    /// master's first slot makes it a replica migration target when other
+    /// masters have replicas (Redis's `clusterNodeSetSlotBit`).
     pub fn add_slot(&mut self, slot: u16, node: usize) -> bool {
         if self.owners[slot as usize].is_some() {
             return false;
         }
         self.owners[slot as usize] = Some(node);
         self.nodes[node].numslots += 1;
+        if self.nodes[node].numslots == 1 && self.any_replica() {
+            self.nodes[node].flags |= node::MIGRATE_TO;
+        }
         true
+    }
+
+    /// Some master has a replica (Redis's `clusterMastersHaveSlaves`).
+    fn any_replica(&self) -> bool {
+        (0..self.nodes.len())
+            .filter_map(|n| self.master_of(n))
+            .any(|m| !self.nodes[m].is_replica())
+    }
+
+    /// The replicas of node `m` (those whose master it is).
+    pub fn replicas(&self, m: usize) -> impl Iterator<Item = usize> + '_ {
+        let id = self.nodes[m].id.as_str();
+        (0..self.nodes.len()).filter(move |&i| self.nodes[i].replica_of.as_deref() == Some(id))
+    }
+
+    /// Node `n` now follows `master`, or no one (Redis's
+    /// `clusterNodeRemoveSlave` then `clusterNodeAddSlave`): a master that
+    /// gains a replica becomes a replica migration target (MIGRATE_TO),
+    /// one left without replicas stops being one.
+    pub fn set_replica_of(&mut self, n: usize, master: Option<usize>) {
+        let old = self.master_of(n);
+        self.nodes[n].replica_of = master.map(|m| self.nodes[m].id.clone());
+        if let Some(o) = old.filter(|&o| Some(o) != master) {
+            if self.replicas(o).next().is_none() {
+                self.nodes[o].flags &= !node::MIGRATE_TO;
+            }
+        }
+        if let Some(m) = master {
+            self.nodes[m].flags |= node::MIGRATE_TO;
+        }
     }
 
     /// Unassigns every slot of node `n` (Redis's `clusterDelNodeSlots`).

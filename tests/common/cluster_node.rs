@@ -168,10 +168,26 @@ pub fn three_masters(real: bool, tag: &str) -> Vec<Node> {
 /// Three masters and a replica of the first, once the replica's link is up.
 pub fn masters_and_replica(real: bool, tag: &str) -> Vec<Node> {
     let mut nodes = three_masters(real, tag);
-    let r = Node::start(real, &format!("{tag}r"));
+    add_replica(&mut nodes, 0, real, &format!("{tag}r"), &[]);
+    let r = nodes.last().unwrap();
+    nodes[0].cmd(&["SET", "bar", "v"]).unwrap();
+    wait_for("the replica has the data", || {
+        let mut c = r.conn();
+        let _ = super::cluster::try_cmd(&mut c, &["READONLY"]);
+        let got = super::cluster::try_cmd(&mut c, &["GET", "bar"]);
+        (got == Ok(redis::Value::BulkString(b"v".to_vec()))).then_some(())
+    });
+    nodes
+}
+
+/// A new node (with `flags`) met by `nodes[0]`, made a replica of
+/// `nodes[master]` and pushed last, once every node knows it and its link
+/// is up.
+pub fn add_replica(nodes: &mut Vec<Node>, master: usize, real: bool, tag: &str, flags: &[&str]) {
+    let r = Node::start_with(real, tag, flags);
     let (p, c) = (nodes[0].port().to_string(), nodes[0].cport().to_string());
     r.cmd(&["CLUSTER", "MEET", "127.0.0.1", &p, &c]).unwrap();
-    let master = nodes[0].id();
+    let master = nodes[master].id();
     let rid = r.id();
     wait_for("the replica is known everywhere", || {
         nodes
@@ -180,18 +196,11 @@ pub fn masters_and_replica(real: bool, tag: &str) -> Vec<Node> {
             .then_some(())
     });
     r.cmd(&["CLUSTER", "REPLICATE", &master]).unwrap();
-    nodes[0].cmd(&["SET", "bar", "v"]).unwrap();
-    wait_for("the replica's link is up and it has the data", || {
+    wait_for("the replica's link is up", || {
         let info = r.text(&["INFO", "replication"]);
-        let mut c = r.conn();
-        let _ = super::cluster::try_cmd(&mut c, &["READONLY"]);
-        let got = super::cluster::try_cmd(&mut c, &["GET", "bar"]);
-        (info.contains("master_link_status:up")
-            && got == Ok(redis::Value::BulkString(b"v".to_vec())))
-        .then_some(())
+        info.contains("master_link_status:up").then_some(())
     });
     nodes.push(r);
-    nodes
 }
 
 /// Each node's roles and slots (by place in `nodes`), as `by` sees them.

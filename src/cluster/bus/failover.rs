@@ -254,7 +254,7 @@ pub fn replace_master(srv: &mut Server) {
     }
     c.nodes[me].flags &= !SLAVE;
     c.nodes[me].flags |= MASTER;
-    c.nodes[me].replica_of = None;
+    c.set_replica_of(me, None);
     for s in 0..SLOTS {
         if c.owners[s] == Some(old) {
             c.del_slot(s as u16);

@@ -481,9 +481,8 @@ fn process_config(
             c.todo(TODO_SAVE_CONFIG | TODO_UPDATE_STATE | TODO_SLOTS);
         }
         if let Some(m) = lookup_wire(c, &hdr.slaveof) {
-            let mid = c.nodes[m].id.clone();
-            if c.nodes[s].replica_of.as_deref() != Some(mid.as_str()) {
-                c.nodes[s].replica_of = Some(mid);
+            if c.master_of(s) != Some(m) {
+                c.set_replica_of(s, Some(m));
                 c.todo(TODO_SAVE_CONFIG);
             }
         }
@@ -566,13 +565,16 @@ fn update_address(c: &mut Cluster, n: usize, lid: u64, hdr: &Header) -> bool {
 
 /// A node seen acting as a master (Redis's `clusterSetNodeAsMaster`).
 fn set_node_as_master(c: &mut Cluster, n: usize) {
-    let node = &mut c.nodes[n];
-    if node.flags & MASTER != 0 {
+    if c.nodes[n].flags & MASTER != 0 {
         return;
     }
-    if node.replica_of.take().is_some() && n != c.myself {
-        node.flags |= MIGRATE_TO;
+    if c.nodes[n].replica_of.is_some() {
+        c.set_replica_of(n, None);
+        if n != c.myself {
+            c.nodes[n].flags |= MIGRATE_TO;
+        }
     }
+    let node = &mut c.nodes[n];
     node.flags &= !SLAVE;
     node.flags |= MASTER;
     c.todo(TODO_SAVE_CONFIG | TODO_UPDATE_STATE);

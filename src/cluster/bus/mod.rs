@@ -17,6 +17,7 @@ pub mod failover;
 pub mod failure;
 pub mod gossip;
 pub mod link;
+pub mod migration;
 pub mod msg;
 pub mod role;
 
@@ -199,6 +200,8 @@ impl Cluster {
     /// unassigned, its failure reports about others go, its links are
     /// freed, and every index above `n` moves down by one.
     pub fn del_node(&mut self, n: usize) {
+        // Its master may be left without replicas (Redis's freeClusterNode).
+        self.set_replica_of(n, None);
         let id = self.nodes[n].id.clone();
         for l in [self.nodes[n].link, self.nodes[n].inbound_link]
             .into_iter()
@@ -417,6 +420,7 @@ fn cron(rc: &Rc<RefCell<Server>>, srv: &mut Server) {
     }
     role::cron(srv);
     failover::handle(srv);
+    migration::cron(srv);
     before_sleep(srv);
 }
 
