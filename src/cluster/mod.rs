@@ -60,6 +60,9 @@ pub struct Cluster {
     /// A master that took this node's (or its master's) slots: (node,
     /// slots it claims, slots it took from us), for `bus::role`.
     pub new_master: Option<(usize, usize, usize)>,
+    /// A slot update ran for the message being handled (`bus::gossip`'s
+    /// `after_slots_update` checks this node's role then).
+    pub slots_updated: bool,
     /// `cluster-announce-ip` (sent in every header when set).
     pub announced_ip: String,
     pub bus: bus::Bus,
@@ -85,6 +88,7 @@ impl Cluster {
             not_claiming: vec![false; SLOTS],
             dirty_slots: Vec::new(),
             new_master: None,
+            slots_updated: false,
             announced_ip: String::new(),
             bus: bus::Bus::default(),
         }

@@ -657,15 +657,19 @@ pub fn update_slots_config_with(c: &mut Cluster, sender: usize, epoch: u64, slot
         c.new_master = Some((sender, sender_slots, migrated));
     }
     c.dirty_slots.extend(dirty);
+    c.slots_updated = true;
 }
 
 /// After a slot update: a master that lost all its slots to one node
-/// follows it as a replica (its data comes from the new master); otherwise
-/// the keys of the slots it lost are deleted (Redis's `delKeysInSlot`).
+/// follows it as a replica (its data comes from the new master); a
+/// replica whose master turned replica follows its master's master
+/// (Redis's sub-replica safeguard); otherwise the keys of the slots it
+/// lost are deleted (Redis's `delKeysInSlot`).
 fn after_slots_update(srv: &mut Server) {
     let Some(c) = srv.cluster.as_deref_mut() else {
         return;
     };
+    let ran = std::mem::take(&mut c.slots_updated);
     if let Some((sender, _, _)) = c.new_master {
         if super::role::follow_new_master(srv, sender) {
             if let Some(c) = srv.cluster.as_deref_mut() {
@@ -678,6 +682,21 @@ fn after_slots_update(srv: &mut Server) {
         return;
     };
     c.new_master = None;
+    let me = c.myself;
+    let grandmaster = c
+        .master_of(me)
+        .filter(|&m| c.nodes[m].is_replica())
+        .and_then(|m| c.master_of(m))
+        .filter(|&g| g != me);
+    if let Some(g) = grandmaster.filter(|_| ran && c.nodes[me].is_replica()) {
+        crate::log::warning(&format!(
+            "I'm a sub-replica! Reconfiguring myself as a replica of grandmaster {}",
+            c.nodes[g].id
+        ));
+        c.dirty_slots.clear();
+        super::role::set_master(srv, g);
+        return;
+    }
     if c.dirty_slots.is_empty() {
         return;
     }
