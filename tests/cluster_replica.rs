@@ -69,11 +69,12 @@ fn rdb_with_an_expired_key() -> Vec<u8> {
     b
 }
 
-/// A cluster node started on that image with a nodes.conf saying it is a
-/// replica (`replica`) or a master: its DBSIZE once loaded.
-fn dbsize_after_load(real: bool, replica: bool) -> String {
-    let dir = real_redis::temp_dir(if real { "rc-expl-r" } else { "rc-expl" });
-    std::fs::write(dir.join("dump.rdb"), rdb_with_an_expired_key()).unwrap();
+/// A cluster node started on the RDB image `rdb` with a nodes.conf saying
+/// it is a replica (`replica`, of a master that cannot be reached) or a
+/// master: its answer to `words` once loaded.
+fn after_load(real: bool, rdb: &[u8], replica: bool, words: &[&str]) -> String {
+    let dir = real_redis::temp_dir(if real { "rc-load-r" } else { "rc-load" });
+    std::fs::write(dir.join("dump.rdb"), rdb).unwrap();
     let (me, master) = ("a".repeat(40), "b".repeat(40));
     let conf = if replica {
         format!(
@@ -89,25 +90,22 @@ fn dbsize_after_load(real: bool, replica: bool) -> String {
     };
     std::fs::write(dir.join("nodes.conf"), conf).unwrap();
     let flags = ["--cluster-enabled", "yes"];
-    let size = |c: &mut redis::Connection| -> String {
-        format!("{:?}", common::cluster::try_cmd(c, &["DBSIZE"]))
-    };
-    if real {
-        let r = real_redis::RedisServer::start_in(&dir, &flags);
-        size(
-            &mut redis::Client::open(r.url())
-                .unwrap()
-                .get_connection()
-                .unwrap(),
-        )
+    let node = if real {
+        Node::Real(real_redis::RedisServer::start_in(&dir, &flags))
     } else {
         let mut all = vec!["--dir", dir.to_str().unwrap()];
         all.extend_from_slice(&flags);
-        let h = common::start_with(&all);
-        let s = size(&mut common::conn(&h));
-        let _ = std::fs::remove_dir_all(&dir);
-        s
-    }
+        Node::Ours(common::start_with(&all))
+    };
+    let out = format!("{:?}", node.cmd(words));
+    drop(node);
+    let _ = std::fs::remove_dir_all(&dir);
+    out
+}
+
+/// DBSIZE of a cluster node on an image holding an expired key.
+fn dbsize_after_load(real: bool, replica: bool) -> String {
+    after_load(real, &rdb_with_an_expired_key(), replica, &["DBSIZE"])
 }
 
 #[test]
@@ -328,4 +326,56 @@ fn a_replica_moves_to_a_master_left_without_replicas() {
     let theirs = replica_migration(true);
     let ours = replica_migration(false);
     assert_eq!(ours, theirs);
+}
+
+/// An RDB image (version 10, no checksum) with the AUX fields of a
+/// replication history: id `c..c`, offset 12345, stream database 0.
+fn rdb_with_a_history() -> Vec<u8> {
+    let mut b = b"REDIS0010".to_vec();
+    let id = "c".repeat(40);
+    for (k, v) in [
+        ("repl-stream-db", "0"),
+        ("repl-id", id.as_str()),
+        ("repl-offset", "12345"),
+    ] {
+        b.push(0xFA); // AUX
+        b.push(k.len() as u8);
+        b.extend_from_slice(k.as_bytes());
+        b.push(v.len() as u8);
+        b.extend_from_slice(v.as_bytes());
+    }
+    b.push(0xFF);
+    b.extend_from_slice(&[0; 8]);
+    b
+}
+
+/// The replication id and offset a node shows once loaded.
+fn history_after_load(real: bool, replica: bool) -> Vec<String> {
+    let info = after_load(
+        real,
+        &rdb_with_a_history(),
+        replica,
+        &["INFO", "replication"],
+    );
+    info.split("\\r\\n")
+        .filter(|l| l.starts_with("master_replid:") || l.starts_with("master_repl_offset:"))
+        .map(|l| l.replace(&"c".repeat(40), "<file's id>"))
+        .map(|l| {
+            if l.starts_with("master_replid:") && !l.contains('<') {
+                "master_replid:<new>".into()
+            } else {
+                l
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn a_cluster_replica_takes_the_replication_history_of_the_file_it_loads() {
+    for replica in [true, false] {
+        let theirs = history_after_load(true, replica);
+        let ours = history_after_load(false, replica);
+        assert_eq!(ours, theirs, "replica: {replica}");
+        assert_eq!(theirs.len(), 2, "{theirs:?}");
+    }
 }
