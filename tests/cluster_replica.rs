@@ -379,3 +379,48 @@ fn a_cluster_replica_takes_the_replication_history_of_the_file_it_loads() {
         assert_eq!(theirs.len(), 2, "{theirs:?}");
     }
 }
+
+/// A replica `r` of an empty master `e`; `e` then replicates the second
+/// master, leaving `r` a replica of a replica; a master's slots then
+/// change (the third drops one): `r` follows its master's master (Redis's
+/// sub-replica safeguard). The master each node follows, as `r` sees it.
+fn sub_replica(real: bool) -> Vec<String> {
+    let tag = if real { "rc-sub-r" } else { "rc-sub" };
+    let mut nodes = three_masters(real, tag);
+    let e = Node::start(real, &format!("{tag}e"));
+    let (p, c) = (nodes[0].port().to_string(), nodes[0].cport().to_string());
+    e.cmd(&["CLUSTER", "MEET", "127.0.0.1", &p, &c]).unwrap();
+    nodes.push(e);
+    add_replica(&mut nodes, 3, real, &format!("{tag}r"), &[]);
+    let ids: Vec<String> = nodes.iter().map(|n| n.id()).collect();
+    let follows = |by: &Node| -> Vec<String> {
+        let text = by.text(&["CLUSTER", "NODES"]);
+        ids.iter()
+            .map(|id| {
+                let line = text.lines().find(|l| l.starts_with(id.as_str()));
+                let master = line.and_then(|l| l.split(' ').nth(3)).unwrap_or("?");
+                match ids.iter().position(|i| i == master) {
+                    Some(m) => format!("n{m}"),
+                    None => master.to_string(),
+                }
+            })
+            .collect()
+    };
+    let r = &nodes[4];
+    nodes[3].cmd(&["CLUSTER", "REPLICATE", &ids[1]]).unwrap();
+    wait_for("r sees its master replicate the second master", || {
+        (follows(r)[3] == "n1").then_some(())
+    });
+    nodes[2].cmd(&["CLUSTER", "DELSLOTS", "16383"]).unwrap();
+    wait_for("r follows the second master", || {
+        (follows(r)[4] == "n1").then_some(())
+    });
+    follows(r)
+}
+
+#[test]
+fn a_replica_of_a_replica_follows_its_masters_master() {
+    let theirs = sub_replica(true);
+    let ours = sub_replica(false);
+    assert_eq!(ours, theirs);
+}
