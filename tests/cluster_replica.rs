@@ -33,18 +33,14 @@ fn slot_moves_away(real: bool) -> Vec<String> {
         })
         .collect();
     let (from, to) = (nodes[0].id(), nodes[1].id());
-    nodes[0]
-        .cmd(&["CLUSTER", "SETSLOT", "0", "MIGRATING", &to])
-        .unwrap();
-    nodes[1]
-        .cmd(&["CLUSTER", "SETSLOT", "0", "IMPORTING", &from])
-        .unwrap();
-    nodes[0]
-        .cmd(&["CLUSTER", "SETSLOT", "0", "NODE", &to])
-        .unwrap();
-    nodes[1]
-        .cmd(&["CLUSTER", "SETSLOT", "0", "NODE", &to])
-        .unwrap();
+    for (n, how, id) in [
+        (0, "MIGRATING", &to),
+        (1, "IMPORTING", &from),
+        (0, "NODE", &to),
+        (1, "NODE", &to),
+    ] {
+        nodes[n].cmd(&["CLUSTER", "SETSLOT", "0", how, id]).unwrap();
+    }
     subs.iter_mut().map(next_push).collect()
 }
 
@@ -108,13 +104,22 @@ fn dbsize_after_load(real: bool, replica: bool) -> String {
     after_load(real, &rdb_with_an_expired_key(), replica, &["DBSIZE"])
 }
 
+/// `f(real, replica)` on Oxidis equals it on Redis, for a replica and a
+/// master; Redis's values (replica first).
+fn same_as_redis<T: PartialEq + std::fmt::Debug>(f: fn(bool, bool) -> T) -> Vec<T> {
+    [true, false]
+        .into_iter()
+        .map(|replica| {
+            let theirs = f(true, replica);
+            assert_eq!(f(false, replica), theirs, "replica: {replica}");
+            theirs
+        })
+        .collect()
+}
+
 #[test]
 fn a_cluster_replica_keeps_the_expired_keys_of_the_file_it_loads() {
-    for replica in [true, false] {
-        let theirs = dbsize_after_load(true, replica);
-        let ours = dbsize_after_load(false, replica);
-        assert_eq!(ours, theirs, "replica: {replica}");
-    }
+    same_as_redis(dbsize_after_load);
 }
 
 /// The `health` CLUSTER SHARDS on `by` gives node `id`.
@@ -143,6 +148,16 @@ fn health(by: &Node, id: &str) -> Option<String> {
     find(&by.cmd(&["CLUSTER", "SHARDS"]).ok()?, id)
 }
 
+/// Queues SET `<prefix><j>` `value` for j in 0..n.
+fn add_sets(pipe: &mut redis::Pipeline, prefix: &str, n: usize, value: &str) {
+    for j in 0..n {
+        pipe.cmd("SET")
+            .arg(format!("{prefix}{j}"))
+            .arg(value)
+            .ignore();
+    }
+}
+
 /// A replica whose master's link was cut loads a full sync slowly: the
 /// health its master's CLUSTER SHARDS gives it during and after the load
 /// (the replica answers the bus while it loads, its offset then 0).
@@ -157,12 +172,7 @@ fn health_while_loading(real: bool) -> Vec<String> {
     let mut c = master.conn();
     let value = "A".repeat(1000);
     let mut pipe = redis::pipe();
-    for j in 0..1000 {
-        pipe.cmd("SET")
-            .arg(format!("k{{06S}}{j}"))
-            .arg(&value)
-            .ignore();
-    }
+    add_sets(&mut pipe, "k{06S}", 1000, &value);
     pipe.query::<()>(&mut c).unwrap();
     master
         .cmd(&["CONFIG", "SET", "repl-backlog-size", "100"])
@@ -185,12 +195,7 @@ fn health_while_loading(real: bool) -> Vec<String> {
         .arg("TYPE")
         .arg("replica")
         .ignore();
-    for j in 0..100 {
-        pipe.cmd("SET")
-            .arg(format!("{{06S}}{j}"))
-            .arg(&value)
-            .ignore();
-    }
+    add_sets(&mut pipe, "{06S}", 100, &value);
     pipe.query::<()>(&mut c).unwrap();
     let mut seen = vec![wait_for("the replica is loading", || {
         health(master, &rid).filter(|h| h == "loading")
@@ -372,10 +377,7 @@ fn history_after_load(real: bool, replica: bool) -> Vec<String> {
 
 #[test]
 fn a_cluster_replica_takes_the_replication_history_of_the_file_it_loads() {
-    for replica in [true, false] {
-        let theirs = history_after_load(true, replica);
-        let ours = history_after_load(false, replica);
-        assert_eq!(ours, theirs, "replica: {replica}");
+    for theirs in same_as_redis(history_after_load) {
         assert_eq!(theirs.len(), 2, "{theirs:?}");
     }
 }
