@@ -189,12 +189,16 @@ pub fn add_replica(nodes: &mut Vec<Node>, master: usize, real: bool, tag: &str, 
     r.cmd(&["CLUSTER", "MEET", "127.0.0.1", &p, &c]).unwrap();
     let master = nodes[master].id();
     let rid = r.id();
-    wait_for("the replica is known everywhere", || {
-        nodes
-            .iter()
-            .all(|n| n.text(&["CLUSTER", "NODES"]).contains(&rid))
+    wait_for(
+        "the replica is known everywhere and knows its master",
+        || {
+            (nodes
+                .iter()
+                .all(|n| n.text(&["CLUSTER", "NODES"]).contains(&rid))
+                && r.text(&["CLUSTER", "NODES"]).contains(&master))
             .then_some(())
-    });
+        },
+    );
     r.cmd(&["CLUSTER", "REPLICATE", &master]).unwrap();
     wait_for("the replica's link is up", || {
         let info = r.text(&["INFO", "replication"]);
