@@ -1,28 +1,42 @@
 //! Shard channels of slots this node stops serving lose their subscribers, who are told so (Redis's `removeChannelsInSlot`).
 
-use super::slot::{key_slot, SLOTS};
+use super::slot::key_slot;
+use super::Cluster;
 use crate::server::client::Client;
 use crate::server::Server;
 
+/// Per slot, its owner when that node is in this node's shard: the node
+/// itself or, for a replica, its master (Redis's `clusterGetNodesServingMySlots`
+/// holding myself).
+pub fn in_my_shard(c: &Cluster) -> Vec<Option<usize>> {
+    let mine = c.shard_master(c.myself).unwrap_or(c.myself);
+    c.owners
+        .iter()
+        .map(|o| o.filter(|&n| n == c.myself || c.shard_master(n) == Some(mine)))
+        .collect()
+}
+
 /// After a change of the view (ADDSLOTS, DELSLOTS, SETSLOT, FLUSHSLOTS,
-/// RESET): every shard channel whose slot this node served at the last
-/// change and no longer does is unsubscribed, each subscriber getting an
-/// `sunsubscribe` push. `current` is the client that made the change.
+/// RESET, or a slot taken over the bus): every shard channel of a slot
+/// that left its owner while that owner was in this node's shard (as the
+/// last change saw it) is unsubscribed, each subscriber getting an
+/// `sunsubscribe` push, on masters and replicas alike (Redis's
+/// `clusterDelSlot`). A replica promoted in place of its master keeps its
+/// channels: Redis makes it a master before it takes the slots over.
+/// `current` is the client that made the change.
 pub fn after_change(srv: &mut Server, current: &mut Client) {
     let Some(c) = srv.cluster.as_deref_mut() else {
         return;
     };
-    let me = c.myself;
-    let mut gone = vec![false; SLOTS];
-    let mut any = false;
-    for (s, served) in c.served.iter_mut().enumerate() {
-        let now = c.owners[s] == Some(me);
-        if *served && !now {
-            gone[s] = true;
-            any = true;
-        }
-        *served = now;
-    }
+    let me = Some(c.myself);
+    let gone: Vec<bool> = c
+        .served
+        .iter()
+        .zip(&c.owners)
+        .map(|(was, now)| was.is_some() && was != now && *now != me)
+        .collect();
+    let any = gone.contains(&true);
+    c.served = in_my_shard(c);
     if !any || srv.pubsub.shard_channels.is_empty() {
         return;
     }

@@ -155,8 +155,8 @@ pub fn load(path: &Path) -> Result<Option<Cluster>, String> {
             if !node::valid_id(&argv[3]) {
                 return Err(corrupted());
             }
-            c.lookup_or_add(&argv[3]);
-            c.nodes[idx].replica_of = Some(argv[3].clone());
+            let m = c.lookup_or_add(&argv[3]);
+            c.set_replica_of(idx, Some(m));
         }
         // A node that had been pinged counts as pinged now (Redis's load).
         let now = crate::clock::real_now_us() / 1000;

@@ -47,8 +47,10 @@ pub struct Cluster {
     among_minority_ms: i64,
     /// Where nodes.conf lives (absolute, or relative to the working directory).
     pub config_path: std::path::PathBuf,
-    /// The slots this node served at the last change (`channels::after_change`).
-    pub served: Vec<bool>,
+    /// Per slot, its owner at the last change when that owner was in this
+    /// node's shard (itself, or its master for a replica), for
+    /// `channels::after_change`.
+    pub served: Vec<Option<usize>>,
     /// Slots still bound to an owner that stopped claiming them (Redis's
     /// `owner_not_claiming_slot`): not spread in UPDATE messages.
     pub not_claiming: Vec<bool>,
@@ -58,6 +60,9 @@ pub struct Cluster {
     /// A master that took this node's (or its master's) slots: (node,
     /// slots it claims, slots it took from us), for `bus::role`.
     pub new_master: Option<(usize, usize, usize)>,
+    /// A slot update ran for the message being handled (`bus::gossip`'s
+    /// `after_slots_update` checks this node's role then).
+    pub slots_updated: bool,
     /// `cluster-announce-ip` (sent in every header when set).
     pub announced_ip: String,
     pub bus: bus::Bus,
@@ -79,10 +84,11 @@ impl Cluster {
             first_update_ms: 0,
             among_minority_ms: 0,
             config_path,
-            served: vec![false; SLOTS],
+            served: vec![None; SLOTS],
             not_claiming: vec![false; SLOTS],
             dirty_slots: Vec::new(),
             new_master: None,
+            slots_updated: false,
             announced_ip: String::new(),
             bus: bus::Bus::default(),
         }
@@ -130,14 +136,49 @@ impl Cluster {
         }
     }
 
-    /// Gives `slot` to `node`; false when it was already assigned.
+    /// Gives `slot` to `node`; false when it was already assigned. A
+    /// master's first slot makes it a replica migration target when other
+    /// masters have replicas (Redis's `clusterNodeSetSlotBit`).
     pub fn add_slot(&mut self, slot: u16, node: usize) -> bool {
         if self.owners[slot as usize].is_some() {
             return false;
         }
         self.owners[slot as usize] = Some(node);
         self.nodes[node].numslots += 1;
+        if self.nodes[node].numslots == 1 && self.any_replica() {
+            self.nodes[node].flags |= node::MIGRATE_TO;
+        }
         true
+    }
+
+    /// Some master has a replica (Redis's `clusterMastersHaveSlaves`).
+    fn any_replica(&self) -> bool {
+        (0..self.nodes.len())
+            .filter_map(|n| self.master_of(n))
+            .any(|m| !self.nodes[m].is_replica())
+    }
+
+    /// The replicas of node `m` (those whose master it is).
+    pub fn replicas(&self, m: usize) -> impl Iterator<Item = usize> + '_ {
+        let id = self.nodes[m].id.as_str();
+        (0..self.nodes.len()).filter(move |&i| self.nodes[i].replica_of.as_deref() == Some(id))
+    }
+
+    /// Node `n` now follows `master`, or no one (Redis's
+    /// `clusterNodeRemoveSlave` then `clusterNodeAddSlave`): a master that
+    /// gains a replica becomes a replica migration target (MIGRATE_TO),
+    /// one left without replicas stops being one.
+    pub fn set_replica_of(&mut self, n: usize, master: Option<usize>) {
+        let old = self.master_of(n);
+        self.nodes[n].replica_of = master.map(|m| self.nodes[m].id.clone());
+        if let Some(o) = old.filter(|&o| Some(o) != master) {
+            if self.replicas(o).next().is_none() {
+                self.nodes[o].flags &= !node::MIGRATE_TO;
+            }
+        }
+        if let Some(m) = master {
+            self.nodes[m].flags |= node::MIGRATE_TO;
+        }
     }
 
     /// Unassigns every slot of node `n` (Redis's `clusterDelNodeSlots`).
@@ -297,8 +338,7 @@ pub fn init(srv: &mut crate::server::Server) -> Result<(), String> {
             crate::config::os_error(&e)
         )
     })?;
-    let me = cluster.myself;
-    cluster.served = cluster.owners.iter().map(|o| *o == Some(me)).collect();
+    cluster.served = channels::in_my_shard(&cluster);
     srv.cluster = Some(Box::new(cluster));
     srv.ks.dbs[0].index_slots();
     cron(srv);
@@ -357,8 +397,7 @@ pub fn verify_with_data(srv: &mut crate::server::Server) -> Result<(), String> {
         }
     }
     if changed {
-        let me = c.myself;
-        c.served = c.owners.iter().map(|o| *o == Some(me)).collect();
+        c.served = channels::in_my_shard(c);
         config_file::save(c).map_err(|e| {
             format!(
                 "Fatal: can't update cluster config file: {}",

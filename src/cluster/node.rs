@@ -64,6 +64,9 @@ pub struct Node {
     pub fail_reports: Vec<(String, i64)>,
     /// The number of the last PING whose gossip featured it.
     pub last_in_ping_gossip: u64,
+    /// Since when (ms) this master has had no working replica while it
+    /// is a replica migration target (0: it is not so).
+    pub orphaned_time: i64,
 }
 
 impl Node {
@@ -89,6 +92,7 @@ impl Node {
             inbound_link: None,
             fail_reports: Vec::new(),
             last_in_ping_gossip: 0,
+            orphaned_time: 0,
         }
     }
 

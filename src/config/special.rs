@@ -99,7 +99,10 @@ impl Config {
                 Ok(out.join(" "))
             }
             "cluster-announce-hostname" => {
-                if value
+                // Redis's NET_HOST_STR_LEN.
+                if value.len() >= 256 {
+                    Err("Hostnames must be less than 256 characters".into())
+                } else if value
                     .bytes()
                     .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
                 {

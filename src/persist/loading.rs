@@ -6,7 +6,8 @@
 //! blocked-events poller (`script::busy::poll`, Redis's
 //! `processEventsWhileBlocked`) accepts connections and answers what clients
 //! sent: the gate refuses commands without the `loading` flag with
-//! `-LOADING`, INFO reports the progress kept here.
+//! `-LOADING`, INFO reports the progress kept here. The cluster bus is
+//! served too (`bus::link::poll_while_blocked`).
 
 use crate::server::Server;
 
@@ -115,6 +116,7 @@ fn poll(srv: &mut Server, pos: u64) -> bool {
     // Redis's loadingAbsProgress keeps the memory peak current.
     crate::server::memory::used_memory();
     crate::script::busy::poll(srv, None, crate::command::gate::Caller::Client);
+    crate::cluster::bus::link::poll_while_blocked(srv);
     if crate::net::load_signal::take().is_some() {
         shutdown_on_signal(srv);
     }

@@ -175,7 +175,17 @@ impl Replica {
 /// (Redis's `loadDataFromDisk`): that history becomes its second id, valid
 /// up to the saved offset, and an empty backlog continues from there, so its
 /// replicas continue with PSYNC instead of a full sync.
+///
+/// A cluster replica (by its nodes.conf) takes the history as its own id
+/// and offset instead, which it offers its master as a cached one once
+/// the cluster makes it replicate (Redis's `replicationCacheMasterUsingMyself`
+/// at load; in cluster mode the stream's database is always 0).
 pub fn restore_history(srv: &mut Server, h: &crate::persist::rdb::ReplInfo) {
+    if srv.cluster.is_some() && !crate::repl::replica::i_am_master(srv) {
+        srv.repl.replid = h.id.clone();
+        srv.prop.repl_offset = h.offset;
+        return;
+    }
     if srv.config.get("replicaof").is_some_and(|v| !v.is_empty()) {
         return;
     }

@@ -36,7 +36,7 @@ pub async fn run(srv: Rc<RefCell<Server>>) {
         // A replica leaves expiry to its master (its DELs arrive in the
         // stream), but for keys its own clients gave a TTL.
         if !paused && s.active_expire {
-            if crate::repl::replica::is_replica(&s) {
+            if !crate::repl::replica::i_am_master(&s) {
                 crate::db::expire_replica_keys(&mut s.ks.dbs);
             } else {
                 active_expire(&mut s, &mut rng);

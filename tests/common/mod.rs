@@ -4,6 +4,7 @@
 pub mod case;
 pub mod clients;
 pub mod cluster;
+pub mod cluster_node;
 pub mod inproc;
 pub mod process;
 pub mod real_redis;

@@ -38,6 +38,8 @@ pub struct Election {
     pub mf_can_start: bool,
     /// On a master: the replica it paused for.
     pub mf_replica: Option<String>,
+    /// When `cant_failover` last logged, ms (0: never).
+    pub cant_logged_ms: i64,
 }
 
 /// True while this master holds writes for a replica's manual failover.
@@ -87,12 +89,31 @@ fn rank(c: &Cluster, my_offset: u64) -> usize {
         .count()
 }
 
+/// Logs, at most every 10 s and not in the master's first node timeout
+/// plus 5 s of FAIL, why this replica does not fail over (Redis's
+/// `clusterLogCantFailover` for CLUSTER_CANT_FAILOVER_DATA_AGE).
+fn cant_failover(c: &mut Cluster, now: i64, timeout: i64, master: usize) {
+    let e = &mut c.bus.election;
+    if e.cant_logged_ms != 0 && now - e.cant_logged_ms < 10_000 {
+        return;
+    }
+    let m = &c.nodes[master];
+    if m.failed() && now - m.fail_time < timeout + 5000 {
+        return;
+    }
+    e.cant_logged_ms = now;
+    crate::log::warning("Currently unable to failover: Disconnected from master for longer than allowed. Please check the 'cluster-replica-validity-factor' configuration option.");
+}
+
 /// The cron's (and the end of a message's) failover step on a replica
 /// (Redis's `clusterHandleManualFailover` then `clusterHandleSlaveFailover`).
 pub fn handle(srv: &mut Server) {
     let timeout = super::node_timeout(srv);
     let offset = super::repl_offset(srv);
     let no_failover = srv.config.get("cluster-replica-no-failover") == Some("yes");
+    let validity = srv.config.get_i64("cluster-replica-validity-factor");
+    let max_age = srv.config.get_i64("repl-ping-replica-period") * 1000 + timeout * validity;
+    let data_age = crate::repl::replica::data_age_ms(srv);
     let Some(c) = srv.cluster.as_deref_mut() else {
         return;
     };
@@ -118,6 +139,17 @@ pub fn handle(srv: &mut Server) {
     };
     let allowed = manual || (c.nodes[master].failed() && !no_failover);
     if !allowed || c.nodes[master].numslots == 0 {
+        return;
+    }
+    // Data older than the validity allows (beyond the node timeout it took
+    // to mark the master FAIL) may not be promoted, but by hand.
+    let age = if data_age > timeout {
+        data_age - timeout
+    } else {
+        data_age
+    };
+    if validity != 0 && age > max_age && !manual {
+        cant_failover(c, now, timeout, master);
         return;
     }
     let auth_timeout = (timeout * 2).max(2000);
@@ -222,7 +254,7 @@ pub fn replace_master(srv: &mut Server) {
     }
     c.nodes[me].flags &= !SLAVE;
     c.nodes[me].flags |= MASTER;
-    c.nodes[me].replica_of = None;
+    c.set_replica_of(me, None);
     for s in 0..SLOTS {
         if c.owners[s] == Some(old) {
             c.del_slot(s as u16);

@@ -481,9 +481,8 @@ fn process_config(
             c.todo(TODO_SAVE_CONFIG | TODO_UPDATE_STATE | TODO_SLOTS);
         }
         if let Some(m) = lookup_wire(c, &hdr.slaveof) {
-            let mid = c.nodes[m].id.clone();
-            if c.nodes[s].replica_of.as_deref() != Some(mid.as_str()) {
-                c.nodes[s].replica_of = Some(mid);
+            if c.master_of(s) != Some(m) {
+                c.set_replica_of(s, Some(m));
                 c.todo(TODO_SAVE_CONFIG);
             }
         }
@@ -566,13 +565,16 @@ fn update_address(c: &mut Cluster, n: usize, lid: u64, hdr: &Header) -> bool {
 
 /// A node seen acting as a master (Redis's `clusterSetNodeAsMaster`).
 fn set_node_as_master(c: &mut Cluster, n: usize) {
-    let node = &mut c.nodes[n];
-    if node.flags & MASTER != 0 {
+    if c.nodes[n].flags & MASTER != 0 {
         return;
     }
-    if node.replica_of.take().is_some() && n != c.myself {
-        node.flags |= MIGRATE_TO;
+    if c.nodes[n].replica_of.is_some() {
+        c.set_replica_of(n, None);
+        if n != c.myself {
+            c.nodes[n].flags |= MIGRATE_TO;
+        }
     }
+    let node = &mut c.nodes[n];
     node.flags &= !SLAVE;
     node.flags |= MASTER;
     c.todo(TODO_SAVE_CONFIG | TODO_UPDATE_STATE);
@@ -655,15 +657,19 @@ pub fn update_slots_config_with(c: &mut Cluster, sender: usize, epoch: u64, slot
         c.new_master = Some((sender, sender_slots, migrated));
     }
     c.dirty_slots.extend(dirty);
+    c.slots_updated = true;
 }
 
 /// After a slot update: a master that lost all its slots to one node
-/// follows it as a replica (its data comes from the new master); otherwise
-/// the keys of the slots it lost are deleted (Redis's `delKeysInSlot`).
+/// follows it as a replica (its data comes from the new master); a
+/// replica whose master turned replica follows its master's master
+/// (Redis's sub-replica safeguard); otherwise the keys of the slots it
+/// lost are deleted (Redis's `delKeysInSlot`).
 fn after_slots_update(srv: &mut Server) {
     let Some(c) = srv.cluster.as_deref_mut() else {
         return;
     };
+    let ran = std::mem::take(&mut c.slots_updated);
     if let Some((sender, _, _)) = c.new_master {
         if super::role::follow_new_master(srv, sender) {
             if let Some(c) = srv.cluster.as_deref_mut() {
@@ -676,6 +682,21 @@ fn after_slots_update(srv: &mut Server) {
         return;
     };
     c.new_master = None;
+    let me = c.myself;
+    let grandmaster = c
+        .master_of(me)
+        .filter(|&m| c.nodes[m].is_replica())
+        .and_then(|m| c.master_of(m))
+        .filter(|&g| g != me);
+    if let Some(g) = grandmaster.filter(|_| ran && c.nodes[me].is_replica()) {
+        crate::log::warning(&format!(
+            "I'm a sub-replica! Reconfiguring myself as a replica of grandmaster {}",
+            c.nodes[g].id
+        ));
+        c.dirty_slots.clear();
+        super::role::set_master(srv, g);
+        return;
+    }
     if c.dirty_slots.is_empty() {
         return;
     }

@@ -8,10 +8,13 @@
 //! length that lies costs nothing until the bytes are really sent.
 
 use std::cell::RefCell;
+use std::io::{Read, Write};
+use std::mem::ManuallyDrop;
+use std::os::fd::{AsRawFd, FromRawFd};
 use std::rc::Rc;
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::Interest;
 use tokio::net::{TcpListener, TcpStream};
 
 use super::{msg, now_ms};
@@ -206,80 +209,181 @@ fn failed(srv: &Rc<RefCell<Server>>, id: u64, ip: &str, cport: u16, why: &str) {
 
 /// The link's loop: reads whole messages and hands them to `gossip`,
 /// writes what `Cluster::send` queued. Ends when the link is freed or the
-/// connection fails.
+/// connection fails. Its buffers live in the `Link`, so that
+/// [`poll_while_blocked`] can go on where the task stopped.
 async fn serve(srv: Rc<RefCell<Server>>, id: u64, stream: TcpStream) {
-    let (mut rd, mut wr) = stream.into_split();
     let wake = {
-        let s = srv.borrow();
-        match s.cluster.as_deref().and_then(|c| c.bus.links.get(&id)) {
-            Some(l) => l.wake.clone(),
+        let mut s = srv.borrow_mut();
+        match s
+            .cluster
+            .as_deref_mut()
+            .and_then(|c| c.bus.links.get_mut(&id))
+        {
+            Some(l) => {
+                l.fd = stream.as_raw_fd();
+                l.wake.clone()
+            }
             None => return,
         }
     };
-    let mut rcv: Vec<u8> = Vec::new();
     let mut chunk = vec![0u8; 16 * 1024];
-    let mut out: Vec<u8> = Vec::new();
-    let mut pos = 0;
     loop {
-        if pos == out.len() {
-            out.clear();
-            pos = 0;
-            let mut s = srv.borrow_mut();
-            match s
-                .cluster
-                .as_deref_mut()
-                .and_then(|c| c.bus.links.get_mut(&id))
-            {
-                Some(l) => std::mem::swap(&mut out, &mut l.sndbuf),
+        let pending = {
+            let s = srv.borrow();
+            match s.cluster.as_deref().and_then(|c| c.bus.links.get(&id)) {
+                Some(l) => !l.sndbuf.is_empty(),
                 None => return,
             }
-        }
+        };
+        let interest = if pending {
+            Interest::READABLE | Interest::WRITABLE
+        } else {
+            Interest::READABLE
+        };
         tokio::select! {
-            r = rd.read(&mut chunk) => {
-                let n = match r {
-                    Ok(0) | Err(_) => return io_error(&srv, id),
-                    Ok(n) => n,
-                };
-                rcv.extend_from_slice(&chunk[..n]);
-                if !drain(&srv, id, &mut rcv) {
-                    return;
+            r = stream.ready(interest) => {
+                let Ok(ready) = r else { return io_error(&srv, id) };
+                if ready.is_readable() {
+                    match stream.try_read(&mut chunk) {
+                        Ok(0) => return io_error(&srv, id),
+                        Ok(n) => {
+                            let mut s = srv.borrow_mut();
+                            if !received(&mut s, id, &chunk[..n]) {
+                                return;
+                            }
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                        Err(_) => return io_error(&srv, id),
+                    }
+                }
+                if ready.is_writable() {
+                    let mut s = srv.borrow_mut();
+                    let Some(l) = s.cluster.as_deref_mut().and_then(|c| c.bus.links.get_mut(&id)) else {
+                        return;
+                    };
+                    match stream.try_write(&l.sndbuf) {
+                        Ok(0) => {
+                            drop(s);
+                            return io_error(&srv, id);
+                        }
+                        Ok(n) => written(l, n),
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                        Err(_) => {
+                            drop(s);
+                            return io_error(&srv, id);
+                        }
+                    }
                 }
             }
-            w = wr.write(&out[pos..]), if pos < out.len() => {
-                match w {
-                    Ok(0) | Err(_) => return io_error(&srv, id),
-                    Ok(n) => pos += n,
-                }
-            }
-            _ = wake.notified(), if pos == out.len() => {}
+            _ = wake.notified(), if !pending => {}
         }
     }
 }
 
-/// Handles every whole message in `rcv`; false when the link is gone
-/// (freed by a message, or closed for a bad frame).
-fn drain(srv: &Rc<RefCell<Server>>, id: u64, rcv: &mut Vec<u8>) -> bool {
-    loop {
-        if rcv.len() < 8 {
-            return true;
+/// `n` bytes of the output went out; an emptied large buffer is given back.
+fn written(l: &mut super::Link, n: usize) {
+    l.sndbuf.drain(..n);
+    if l.sndbuf.is_empty() && l.sndbuf.capacity() > 64 << 10 {
+        l.sndbuf = Vec::new();
+    }
+}
+
+/// Serves the bus while the data thread is held by a load (Redis's
+/// `processEventsWhileBlocked` reaching the bus): every link with a socket
+/// is read and the messages handled (a PING gets its PONG, carrying the
+/// replication offset of a loading replica), and its output written, all
+/// without blocking. Nothing is sent on the node's own initiative (the
+/// cron waits, as in Redis).
+pub fn poll_while_blocked(srv: &mut Server) {
+    let ids: Vec<(u64, i32)> = match srv.cluster.as_deref() {
+        Some(c) => c
+            .bus
+            .links
+            .iter()
+            .filter(|(_, l)| l.fd >= 0)
+            .map(|(id, l)| (*id, l.fd))
+            .collect(),
+        None => return,
+    };
+    let mut chunk = vec![0u8; 16 * 1024];
+    for (id, fd) in ids {
+        // SAFETY: the descriptor is the link's socket, open while the link
+        // is registered (its task owns it and has not run since the check
+        // above); ManuallyDrop keeps it from being closed here.
+        let mut sock = ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(fd) });
+        loop {
+            match sock.read(&mut chunk) {
+                Ok(0) => {
+                    free(srv, id);
+                    break;
+                }
+                Ok(n) => {
+                    if !received(srv, id, &chunk[..n]) {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    free(srv, id);
+                    break;
+                }
+            }
         }
-        let Some(len) = msg::frame_len(&rcv[..8]).filter(|&l| l <= MAX_MESSAGE) else {
+        let Some(l) = srv
+            .cluster
+            .as_deref_mut()
+            .and_then(|c| c.bus.links.get_mut(&id))
+        else {
+            continue;
+        };
+        while !l.sndbuf.is_empty() {
+            match sock.write(&l.sndbuf) {
+                Ok(0) => break,
+                Ok(n) => written(l, n),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+    }
+}
+
+/// Frees link `id` after its connection failed.
+fn free(srv: &mut Server, id: u64) {
+    if let Some(c) = srv.cluster.as_deref_mut() {
+        c.free_link(id);
+    }
+}
+
+/// Takes `bytes` read from link `id` and handles every whole message they
+/// complete; false when the link is gone (freed by a message, or closed
+/// for a bad frame).
+fn received(s: &mut Server, id: u64, bytes: &[u8]) -> bool {
+    let Some(l) = s
+        .cluster
+        .as_deref_mut()
+        .and_then(|c| c.bus.links.get_mut(&id))
+    else {
+        return false;
+    };
+    l.rcvbuf.extend_from_slice(bytes);
+    let mut rcv = std::mem::take(&mut l.rcvbuf);
+    let mut used = 0;
+    let alive = loop {
+        let rest = &rcv[used..];
+        if rest.len() < 8 {
+            break true;
+        }
+        let Some(len) = msg::frame_len(&rest[..8]).filter(|&l| l <= MAX_MESSAGE) else {
             crate::log::warning("Bad message length or signature received from Cluster bus.");
-            io_error(srv, id);
+            free(s, id);
             return false;
         };
-        if rcv.len() < len {
-            return true;
+        if rest.len() < len {
+            break true;
         }
-        let parsed = msg::parse(&rcv[..len]);
-        rcv.drain(..len);
-        let mut s = srv.borrow_mut();
-        if s.cluster
-            .as_deref()
-            .is_none_or(|c| !c.bus.links.contains_key(&id))
-        {
-            return false;
-        }
+        let parsed = msg::parse(&rest[..len]);
+        used += len;
         // DEBUG DROP-CLUSTER-PACKET-FILTER <type>: such messages are dropped.
         let filter = s.debug.drop_packet_filter;
         let alive = match parsed {
@@ -287,13 +391,11 @@ fn drain(srv: &Rc<RefCell<Server>>, id: u64, rcv: &mut Vec<u8>) -> bool {
                 crate::log::warning("Dropping packet that matches debug drop filter");
                 true
             }
-            Some(m) => super::gossip::process(&mut s, id, m),
-            None => {
-                // Counted as received, then dropped (Redis's sanity checks).
-                true
-            }
+            Some(m) => super::gossip::process(s, id, m),
+            // Counted as received, then dropped (Redis's sanity checks).
+            None => true,
         };
-        super::before_sleep(&mut s);
+        super::before_sleep(s);
         let still = s
             .cluster
             .as_deref()
@@ -301,7 +403,16 @@ fn drain(srv: &Rc<RefCell<Server>>, id: u64, rcv: &mut Vec<u8>) -> bool {
         if !alive || !still {
             return false;
         }
+    };
+    rcv.drain(..used);
+    if let Some(l) = s
+        .cluster
+        .as_deref_mut()
+        .and_then(|c| c.bus.links.get_mut(&id))
+    {
+        l.rcvbuf = rcv;
     }
+    alive
 }
 
 /// The connection failed or closed: the link is freed (the cron reconnects

@@ -17,6 +17,7 @@ pub mod failover;
 pub mod failure;
 pub mod gossip;
 pub mod link;
+pub mod migration;
 pub mod msg;
 pub mod role;
 
@@ -51,8 +52,14 @@ pub struct Link {
     pub inbound: bool,
     /// Creation time, ms.
     pub ctime: i64,
-    /// Bytes waiting to be written; the task writes them when woken.
+    /// Bytes waiting to be written; the task writes them when woken (or
+    /// `link::poll_while_blocked`, while the data thread is busy).
     pub sndbuf: Vec<u8>,
+    /// Bytes read and not yet a whole message.
+    pub rcvbuf: Vec<u8>,
+    /// The socket's descriptor once connected (-1 before): read and
+    /// written by `link::poll_while_blocked` while the task cannot run.
+    pub fd: i32,
     pub wake: Rc<Notify>,
     /// The link's task (aborted when the link is freed).
     pub task: Option<tokio::task::AbortHandle>,
@@ -105,6 +112,8 @@ impl Bus {
                 inbound,
                 ctime: now_ms(),
                 sndbuf: Vec::new(),
+                rcvbuf: Vec::new(),
+                fd: -1,
                 wake: Rc::new(Notify::new()),
                 task: None,
                 local_ip: String::new(),
@@ -191,6 +200,8 @@ impl Cluster {
     /// unassigned, its failure reports about others go, its links are
     /// freed, and every index above `n` moves down by one.
     pub fn del_node(&mut self, n: usize) {
+        // Its master may be left without replicas (Redis's freeClusterNode).
+        self.set_replica_of(n, None);
         let id = self.nodes[n].id.clone();
         for l in [self.nodes[n].link, self.nodes[n].inbound_link]
             .into_iter()
@@ -214,6 +225,7 @@ impl Cluster {
             shift(&mut self.importing[s]);
             shift(&mut self.migrating[s]);
             shift(&mut self.owners[s]);
+            shift(&mut self.served[s]);
         }
         for l in self.bus.links.values_mut() {
             shift(&mut l.node);
@@ -408,6 +420,7 @@ fn cron(rc: &Rc<RefCell<Server>>, srv: &mut Server) {
     }
     role::cron(srv);
     failover::handle(srv);
+    migration::cron(srv);
     before_sleep(srv);
 }
 

@@ -23,7 +23,7 @@ pub fn set_master(srv: &mut Server, n: usize) {
             c.migrating[s] = None;
         }
     }
-    c.nodes[me].replica_of = Some(c.nodes[n].id.clone());
+    c.set_replica_of(me, Some(n));
     let (ip, port) = (c.nodes[n].ip.clone(), c.nodes[n].port);
     c.todo(TODO_SAVE_CONFIG | TODO_UPDATE_STATE | TODO_SLOTS);
     crate::repl::replica::set_master(srv, &ip, port);

@@ -50,7 +50,7 @@ pub fn reset(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
             c.del_slot(s as u16);
         }
         let me = c.myself;
-        c.nodes[me].replica_of = None;
+        c.set_replica_of(me, None);
         // Every other node is forgotten, its links closed.
         while c.nodes.len() > 1 {
             let other = if c.myself == 0 { 1 } else { 0 };

@@ -478,6 +478,7 @@ fn kill(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
         } else if let Some(cell) = ctx.srv.clients.get(&v) {
             cell.kill.set(true);
             cell.wake.notify_one();
+            crate::repl::replica::client_killed(ctx.srv, v);
         }
     }
     if old_form {

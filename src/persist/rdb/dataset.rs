@@ -37,7 +37,8 @@ pub struct LoadOptions {
     /// Redis's `RDBFLAGS_ALLOW_DUP`).
     pub allow_dup: bool,
     /// Keys past their time are kept: a replica's full sync, whose master
-    /// sends their DELs (Redis loads them when it is not a master).
+    /// sends their DELs. A server that is not a master keeps them anyway
+    /// (Redis's `iAmMaster` in `rdbLoad`).
     pub keep_expired: bool,
 }
 
@@ -325,6 +326,7 @@ fn load_into(
         .get("maxmemory-policy")
         .unwrap_or("")
         .contains("lfu");
+    let keep_expired = opts.keep_expired || !crate::repl::replica::i_am_master(server);
     let ndbs = dbs.len();
     let mut info = LoadInfo::default();
     let mut r = Reader::new(data);
@@ -432,8 +434,7 @@ fn load_into(
                     };
                     let ex = expire.take();
                     let (i, f) = (idle.take(), freq.take());
-                    if !opts.aof_preamble && !opts.keep_expired && ex.is_some_and(|at| at < now_ms)
-                    {
+                    if !opts.aof_preamble && !keep_expired && ex.is_some_and(|at| at < now_ms) {
                         info.expired_skipped += 1;
                         return Ok(());
                     }

@@ -118,6 +118,42 @@ pub fn is_replica(srv: &Server) -> bool {
     srv.replica.link.is_some()
 }
 
+/// This server acts as a master (Redis's `iAmMaster`): in cluster mode
+/// its own role in the cluster view (a replica is one from its nodes.conf
+/// on, before its link to the master is made), else no master is set.
+pub fn i_am_master(srv: &Server) -> bool {
+    match srv.cluster.as_deref() {
+        Some(c) => !c.me().is_replica(),
+        None => !is_replica(srv),
+    }
+}
+
+/// How old this replica's data is, in ms (Redis's `data_age` in
+/// `clusterHandleSlaveFailover`): since the master was last heard from on
+/// a live link, else since the link went down (since ever when it never
+/// came up), counted in whole seconds as Redis.
+pub fn data_age_ms(srv: &Server) -> i64 {
+    let Some(l) = srv.replica.link.as_deref() else {
+        return 0;
+    };
+    if l.state == State::Connected && l.down_since == 0 {
+        l.last_interaction.elapsed().as_secs() as i64 * 1000
+    } else {
+        (crate::clock::real_now_us() / 1_000_000 - l.down_since) * 1000
+    }
+}
+
+/// Client `id` is being killed: when it is the master's, the link is down
+/// from now on (Redis frees the master client at once and sets
+/// `repl_down_since`; the link's task notices later).
+pub fn client_killed(srv: &mut Server, id: crate::db::ClientId) {
+    if let Some(l) = srv.replica.link.as_deref_mut() {
+        if l.master_client == Some(id) && l.down_since == 0 {
+            l.down_since = crate::clock::real_now_us() / 1_000_000;
+        }
+    }
+}
+
 /// Writes from clients are refused: a replica with `replica-read-only yes`.
 pub fn read_only(srv: &Server) -> bool {
     is_replica(srv) && srv.config.get("replica-read-only") == Some("yes")

@@ -74,7 +74,10 @@ async fn run(srv: Rc<RefCell<Server>>, generation: u64) {
                 true
             }
             Outcome::Dropped => {
-                l.down_since = crate::clock::real_now_us() / 1_000_000;
+                // Already set when CLIENT KILL dropped the master.
+                if l.down_since == 0 {
+                    l.down_since = crate::clock::real_now_us() / 1_000_000;
+                }
                 log::notice(&format!("Reconnecting to MASTER {}:{}", l.host, l.port));
                 true
             }
