@@ -608,3 +608,58 @@ fn an_expired_key_counts_as_missing_during_a_migration() {
         "{ours:?}"
     );
 }
+
+/// The address node `b` records for node `a` (its CLUSTER NODES line)
+/// after `a`, started with `bind-source-addr 127.0.0.2`, meets it.
+fn address_seen_for(a_port: u16, b_port: u16) -> String {
+    let conn = |port: u16| {
+        redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+            .unwrap()
+            .get_connection()
+            .unwrap()
+    };
+    let (mut a, mut b) = (conn(a_port), conn(b_port));
+    let _: () = cmd(
+        &mut a,
+        &["CLUSTER", "MEET", "127.0.0.1", &b_port.to_string()],
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let nodes: String = cmd(&mut b, &["CLUSTER", "NODES"]);
+        let seen = nodes
+            .lines()
+            // In handshake (under a name of its own) or known: the other line.
+            .find(|l| !l.contains("myself"))
+            .and_then(|l| l.split(' ').nth(1))
+            .and_then(|a| a.split(':').next())
+            .filter(|ip| !ip.is_empty())
+            .map(String::from);
+        if let Some(ip) = seen {
+            return ip;
+        }
+        assert!(Instant::now() < deadline, "b never learnt a: {nodes}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn the_bus_connects_from_bind_source_addr_as_redis() {
+    // Protected mode admits 127.0.0.1 only.
+    let b_flags = ["--cluster-enabled", "yes", "--protected-mode", "no"];
+    let a_flags = [
+        "--cluster-enabled",
+        "yes",
+        "--protected-mode",
+        "no",
+        "--bind-source-addr",
+        "127.0.0.2",
+    ];
+    let rb = RedisServer::start_in(&temp_dir("clu-src-rb"), &b_flags);
+    let ra = RedisServer::start_in(&temp_dir("clu-src-ra"), &a_flags);
+    let theirs = address_seen_for(ra.port, rb.port);
+    let rb2 = RedisServer::start_in(&temp_dir("clu-src-rb2"), &b_flags);
+    let a = common::process::Oxidis::start_in(&temp_dir("clu-src-a"), &a_flags);
+    let ours = address_seen_for(a.port, rb2.port);
+    assert_eq!(ours, theirs);
+    assert_eq!(ours, "127.0.0.2");
+}

@@ -135,9 +135,16 @@ pub fn spawn_connect(
         let Ok(addr) = ip.parse::<std::net::IpAddr>() else {
             return failed(&srv, id, &ip, cport, "Invalid argument");
         };
+        // From bind-source-addr when set, as Redis's clusterCron connects.
+        let source = srv
+            .borrow()
+            .config
+            .get("bind-source-addr")
+            .filter(|a| !a.is_empty())
+            .map(String::from);
         let conn = tokio::time::timeout(
             Duration::from_millis(timeout.max(1) as u64),
-            TcpStream::connect((addr, cport)),
+            crate::net::listener::connect_from(&addr.to_string(), cport, source.as_deref()),
         )
         .await;
         let stream = match conn {
