@@ -18,6 +18,8 @@ pub mod cjson;
 pub mod cmd_flags;
 pub mod convert;
 pub mod function;
+pub mod ldb;
+pub mod ldb_fmt;
 pub mod load;
 pub mod lua;
 pub mod mathrand;
@@ -431,7 +433,11 @@ pub fn run(srv: &mut Server, caller: &mut Client, call: Call<'_>) {
         if !call.is_function {
             vm::set_keys_argv(l, &call.keys, &call.args);
         }
-        busy::install_hook(l);
+        if ldb::active() {
+            ldb::install_hook(l);
+        } else {
+            busy::install_hook(l);
+        }
         let base = ffi::lua_gettop(l);
         vm::push_error_handler(l);
         ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, call.func_ref as _);
