@@ -257,7 +257,7 @@ impl Session {
 
 /// Writes all of `b` to the (non-blocking) socket, waiting for room at most
 /// `SEND_TIMEOUT_MS` each time; gives up on an error.
-fn write_all(fd: i32, mut b: &[u8]) {
+pub fn write_all(fd: i32, mut b: &[u8]) {
     while !b.is_empty() {
         // SAFETY: a plain write of our buffer to the client's descriptor.
         let n = unsafe { libc::write(fd, b.as_ptr().cast(), b.len()) };

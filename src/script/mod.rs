@@ -20,6 +20,7 @@ pub mod convert;
 pub mod function;
 pub mod ldb;
 pub mod ldb_fmt;
+pub mod ldb_fork;
 pub mod load;
 pub mod lua;
 pub mod mathrand;
@@ -113,6 +114,8 @@ pub struct Scripting {
     pub server: Option<std::rc::Weak<std::cell::RefCell<Server>>>,
     /// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call noscript commands.
     pub allow_noscript: bool,
+    /// Forked debugging sessions not yet reaped (SCRIPT DEBUG YES).
+    pub ldb_children: Vec<i32>,
 }
 
 impl Scripting {

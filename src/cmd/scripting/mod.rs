@@ -150,10 +150,39 @@ fn eval_debugging(ctx: &mut Ctx, args: &Args, read_only: bool) -> CmdResult {
     r
 }
 
-/// EVAL in a forked debugging session (SCRIPT DEBUG YES).
+/// EVAL in a forked debugging session (SCRIPT DEBUG YES): the child runs
+/// the session and answers; the parent drops the client unanswered.
 fn eval_forked(ctx: &mut Ctx, args: &Args, read_only: bool) -> CmdResult {
-    let _ = (ctx, args, read_only);
-    Err(Error::msg("SCRIPT DEBUG YES is not supported"))
+    let fd = ctx.client.fd;
+    match script::ldb_fork::fork(ctx.srv, fd) {
+        Err(e) => {
+            ctx.client.lua_debug = Mode::Off;
+            Err(Error::msg(format!(
+                "Fork() failed: can't run EVAL in debugging mode: {}",
+                script::ldb_fork::strerror(&e)
+            )))
+        }
+        Ok(Some(_)) => {
+            ctx.client.lua_debug = Mode::Off;
+            ctx.client.close_after_reply = true;
+            Ok(())
+        }
+        Ok(None) => {
+            let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let threshold = ctx.srv.config.get_i64("busy-reply-threshold");
+                let session = script::ldb::start(fd, args.at(1), threshold);
+                let r = run_eval(ctx, args, false, read_only);
+                script::ldb::end(session);
+                if let Err(e) = r {
+                    ctx.client.reply.error_line(&e.text());
+                }
+            }));
+            match run {
+                Ok(()) => script::ldb_fork::finish(fd, &ctx.client.reply.buf),
+                Err(_) => script::ldb_fork::abort(),
+            }
+        }
+    }
 }
 
 fn run_eval(ctx: &mut Ctx, args: &Args, by_sha: bool, read_only: bool) -> CmdResult {
@@ -175,8 +204,16 @@ fn run_eval(ctx: &mut Ctx, args: &Args, by_sha: bool, read_only: bool) -> CmdRes
         let sha = script::load(s, args.at(1))?;
         script::lookup(s, &sha).ok_or(Error::Syntax)?
     };
-    if let Some(f) = flags {
-        crate::cluster::redirect::verify_script_start(ctx.srv, f)?;
+    match flags {
+        Some(f) => crate::cluster::redirect::verify_script_start(ctx.srv, f)?,
+        // A script without a shebang (compatibility mode) never runs on a
+        // stale replica (Redis's scriptPrepareForRun).
+        None if crate::repl::replica::is_replica(ctx.srv)
+            && crate::repl::replica::stale(ctx.srv) =>
+        {
+            return Err(crate::error::Rejection::MasterDown.error());
+        }
+        None => {}
     }
     if crate::cluster::redirect::allows_cross_slot(flags) {
         ctx.client
