@@ -1,11 +1,9 @@
 //! The Lua debugger (SCRIPT DEBUG SYNC / YES) against a real redis-server:
-//! raw protocol sessions and redis-cli `--ldb-sync-mode` / `--ldb`
-//! transcripts, compared byte for byte.
+//! raw protocol sessions compared byte for byte (redis-cli's `--ldb` and
+//! `--ldb-sync-mode` are in `redis_cli.rs`).
 
 mod common;
 
-use std::io::Write;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::process::Oxidis;
@@ -358,60 +356,4 @@ fn ldb_forked_session_serves_others_and_discards_changes() {
         other.cmd(&[b"GET", b"k"]);
         assert_eq!(other.read_raw(), b"$6\r\nbefore\r\n");
     }
-}
-
-/// redis-cli with `args`, fed `stdin`; its output (None: not installed).
-fn cli(port: u16, args: &[&str], stdin: &str) -> Option<String> {
-    let mut child = Command::new("redis-cli")
-        .arg("-p")
-        .arg(port.to_string())
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .ok()?;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().ok()?;
-    Some(String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr))
-}
-
-#[test]
-fn redis_cli_ldb_transcripts_match_redis() {
-    let (redis, ox) = servers();
-    let dir = common::real_redis::temp_dir("ldb-cli");
-    let script = dir.join("s.lua");
-    std::fs::write(
-        &script,
-        "local a = 1\nlocal t = {1,2,'x'}\nredis.debug('hi', a, t)\nredis.call('set', KEYS[1], ARGV[1])\nlocal v = redis.call('get', KEYS[1])\nreturn v\n",
-    )
-    .unwrap();
-    let path = script.to_str().unwrap();
-    let input =
-        "s\ns\np\np t\nl\nw\nb 5\nb\nt\ne a+1\nr ping\nm 10\nm\nhelp\nc\nrestart\nn\nabort\n";
-    for mode in ["--ldb-sync-mode", "--ldb"] {
-        let args = [mode, "--eval", path, "key", ",", "val"];
-        let Some(want) = cli(redis.port, &args, input) else {
-            eprintln!("redis-cli not installed; skipped");
-            return;
-        };
-        let got = cli(ox.port, &args, input).unwrap();
-        assert_eq!(got, want, "{mode}");
-        assert!(
-            want.contains("<debug> line 3: \"hi\", 1, {1; 2; \"x\"}"),
-            "{want}"
-        );
-        // --ldb (forked) leaves no trace; --ldb-sync-mode keeps the write.
-        let kept = if mode == "--ldb" { "\n" } else { "val\n" };
-        for port in [redis.port, ox.port] {
-            assert_eq!(cli(port, &["GET", "key"], "").unwrap(), kept, "{mode}");
-            cli(port, &["DEL", "key"], "").unwrap();
-        }
-    }
-    let _ = std::fs::remove_dir_all(dir);
 }

@@ -532,30 +532,45 @@ unsafe fn repl(l: State) -> Resume {
     }
 }
 
+/// Calls `f` with each local of the frame at `level`, its value on top of
+/// the stack (popped after), until `f` returns true; false when there is
+/// no such frame or `f` never did.
+unsafe fn find_local(l: State, level: c_int, mut f: impl FnMut(&[u8]) -> bool) -> Option<bool> {
+    let mut ar: ffi::lua_Debug = std::mem::zeroed();
+    if ffi::lua_getstack(l, level, &mut ar) == 0 {
+        return None;
+    }
+    let mut i = 1;
+    loop {
+        let n = ffi::lua_getlocal(l, &ar, i);
+        if n.is_null() {
+            return Some(false);
+        }
+        i += 1;
+        let done = f(CStr::from_ptr(n).to_bytes());
+        ffi::lua_pop(l, 1);
+        if done {
+            return Some(true);
+        }
+    }
+}
+
 /// The local variable `name` from the innermost frame out, else the
 /// globals KEYS and ARGV.
 unsafe fn print(l: State, s: &mut Session, name: &[u8]) {
     let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
-    let mut ar: ffi::lua_Debug = std::mem::zeroed();
     let mut level = 0;
-    while ffi::lua_getstack(l, level, &mut ar) != 0 {
-        level += 1;
-        let mut i = 1;
-        loop {
-            let n = ffi::lua_getlocal(l, &ar, i);
-            if n.is_null() {
-                break;
-            }
-            i += 1;
-            let found = CStr::from_ptr(n).to_bytes() == name;
-            if found {
-                log_value(l, s, b"<value> ".to_vec());
-            }
-            ffi::lua_pop(l, 1);
-            if found {
-                return;
-            }
+    while let Some(found) = find_local(l, level, |n| {
+        let hit = n == name;
+        if hit {
+            log_value(l, s, b"<value> ".to_vec());
         }
+        hit
+    }) {
+        if found {
+            return;
+        }
+        level += 1;
     }
     if name == b"ARGV" || name == b"KEYS" {
         push_bytes(l, name);
@@ -569,27 +584,17 @@ unsafe fn print(l: State, s: &mut Session, name: &[u8]) {
 
 /// Every local of the current frame.
 unsafe fn print_all(l: State, s: &mut Session) {
-    let mut ar: ffi::lua_Debug = std::mem::zeroed();
     let mut vars = 0;
-    if ffi::lua_getstack(l, 0, &mut ar) != 0 {
-        let mut i = 1;
-        loop {
-            let n = ffi::lua_getlocal(l, &ar, i);
-            if n.is_null() {
-                break;
-            }
-            i += 1;
-            let name = CStr::from_ptr(n).to_bytes();
-            if !name.windows(12).any(|w| w == b"(*temporary)") {
-                let mut prefix = b"<value> ".to_vec();
-                prefix.extend_from_slice(name);
-                prefix.extend_from_slice(b" = ");
-                log_value(l, s, prefix);
-                vars += 1;
-            }
-            ffi::lua_pop(l, 1);
+    find_local(l, 0, |name| {
+        if !name.windows(12).any(|w| w == b"(*temporary)") {
+            let mut prefix = b"<value> ".to_vec();
+            prefix.extend_from_slice(name);
+            prefix.extend_from_slice(b" = ");
+            log_value(l, s, prefix);
+            vars += 1;
         }
-    }
+        false
+    });
     if vars == 0 {
         s.log_str("No local variables in the current context.");
     }
