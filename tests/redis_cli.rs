@@ -1,12 +1,16 @@
 //! redis-cli against Oxidis: `-r 3 PING`, `--scan`, `--pipe` (which ends with
 //! an ECHO of a random 20-byte marker) and the COMMAND DOCS it builds hints
-//! from, `--eval`, and redis-benchmark's default suite. Skipped when the tools are not
-//! installed (.ci/run installs them).
+//! from, `--eval`, `--ldb` / `--ldb-sync-mode` (transcripts compared with a
+//! real redis-server's), and redis-benchmark's default suite. Skipped when the
+//! tools are not installed (.ci/run installs them).
 
 mod common;
 
 use std::io::Write;
 use std::process::{Command, Stdio};
+
+use common::process::Oxidis;
+use common::real_redis::RedisServer;
 
 fn cli(port: u16, args: &[&str], stdin: Option<&[u8]>) -> Option<String> {
     let mut child = Command::new("redis-cli")
@@ -175,4 +179,40 @@ fn redis_cli_rdb_and_functions_rdb() {
     assert_eq!(n, 0, "--functions-rdb holds no keys");
     let v: i64 = redis::cmd("FCALL").arg("f").arg(0).query(&mut r).unwrap();
     assert_eq!(v, 1);
+}
+
+#[test]
+fn redis_cli_ldb_transcripts_match_redis() {
+    // Processes: --ldb forks the server.
+    let (redis, ox) = (RedisServer::start(), Oxidis::start());
+    let dir = common::real_redis::temp_dir("ldb-cli");
+    let script = dir.join("s.lua");
+    std::fs::write(
+        &script,
+        "local a = 1\nlocal t = {1,2,'x'}\nredis.debug('hi', a, t)\nredis.call('set', KEYS[1], ARGV[1])\nlocal v = redis.call('get', KEYS[1])\nreturn v\n",
+    )
+    .unwrap();
+    let path = script.to_str().unwrap();
+    let input =
+        "s\ns\np\np t\nl\nw\nb 5\nb\nt\ne a+1\nr ping\nm 10\nm\nhelp\nc\nrestart\nn\nabort\n";
+    for mode in ["--ldb-sync-mode", "--ldb"] {
+        let args = [mode, "--eval", path, "key", ",", "val"];
+        let Some(want) = cli(redis.port, &args, Some(input.as_bytes())) else {
+            eprintln!("redis-cli not installed; skipped");
+            return;
+        };
+        let got = cli(ox.port, &args, Some(input.as_bytes())).unwrap();
+        assert_eq!(got, want, "{mode}");
+        assert!(
+            want.contains("<debug> line 3: \"hi\", 1, {1; 2; \"x\"}"),
+            "{want}"
+        );
+        // --ldb (forked) leaves no trace; --ldb-sync-mode keeps the write.
+        let kept = if mode == "--ldb" { "\n" } else { "val\n" };
+        for port in [redis.port, ox.port] {
+            assert_eq!(cli(port, &["GET", "key"], None).unwrap(), kept, "{mode}");
+            cli(port, &["DEL", "key"], None).unwrap();
+        }
+    }
+    let _ = std::fs::remove_dir_all(dir);
 }

@@ -206,7 +206,7 @@ fn in_child<F: FnOnce() -> Result<(), Failed>>(
 /// Closes every descriptor above stderr (listening sockets, clients, the
 /// reactor) except those in `keep` (the info pipe, a replication pipe; -1:
 /// none): close_range(2) where the kernel has it, else one by one.
-unsafe fn close_inherited_fds(keep: &[i32]) {
+pub(crate) unsafe fn close_inherited_fds(keep: &[i32]) {
     let mut kept: Vec<u32> = keep
         .iter()
         .filter(|&&fd| fd >= 3)

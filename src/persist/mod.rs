@@ -146,6 +146,7 @@ pub fn write_denied(srv: &Server) -> Option<Rejection> {
 /// set (unless `save == Some(false)`) or when asked (`Some(true)`). Err when
 /// the save failed and `force` is not set: the server must go on running.
 pub fn on_shutdown(srv: &mut Server, save: Option<bool>, force: bool) -> Result<(), Failed> {
+    crate::script::ldb_fork::kill_all(srv);
     if srv.persist.child.is(child::Kind::Rdb) {
         log::warning("There is a child saving an .rdb. Killing it!");
         child::kill(srv);

@@ -18,6 +18,9 @@ pub mod cjson;
 pub mod cmd_flags;
 pub mod convert;
 pub mod function;
+pub mod ldb;
+pub mod ldb_fmt;
+pub mod ldb_fork;
 pub mod load;
 pub mod lua;
 pub mod mathrand;
@@ -111,6 +114,8 @@ pub struct Scripting {
     pub server: Option<std::rc::Weak<std::cell::RefCell<Server>>>,
     /// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call noscript commands.
     pub allow_noscript: bool,
+    /// Forked debugging sessions not yet reaped (SCRIPT DEBUG YES).
+    pub ldb_children: Vec<i32>,
 }
 
 impl Scripting {
@@ -431,7 +436,11 @@ pub fn run(srv: &mut Server, caller: &mut Client, call: Call<'_>) {
         if !call.is_function {
             vm::set_keys_argv(l, &call.keys, &call.args);
         }
-        busy::install_hook(l);
+        if ldb::active() {
+            ldb::install_hook(l);
+        } else {
+            busy::install_hook(l);
+        }
         let base = ffi::lua_gettop(l);
         vm::push_error_handler(l);
         ffi::lua_rawgeti_(l, ffi::LUA_REGISTRYINDEX, call.func_ref as _);

@@ -58,6 +58,7 @@ pub unsafe fn open(l: State) {
 /// `luaPushErrorBuff` builds it: a leading `-CODE ` names the code,
 /// otherwise the code is `ERR`; surrounding CR/LF are trimmed.
 pub unsafe fn push_error(l: State, text: &[u8]) {
+    super::ldb::log_error(text);
     let (code, msg): (&[u8], &[u8]) = match text.strip_prefix(b"-") {
         Some(rest) => match rest.iter().position(|&b| b == b' ') {
             Some(sp) => (&rest[..sp], &rest[sp + 1..]),
@@ -158,6 +159,7 @@ unsafe fn execute(l: State) -> bool {
         .map_err(|e| (Cow::Borrowed(e), false))
         .and_then(|()| {
             let args = Args::new(&buf, &ranges);
+            super::ldb::log_command(&args);
             #[cfg(test)]
             super::tests::panic_if_asked(&args, b"__panic_through_lua__");
             let caller = Caller::Script {
@@ -182,7 +184,14 @@ unsafe fn execute(l: State) -> bool {
                         stats.cmd(cmd.id).rejected += 1;
                     }
                     stats.mark_errors();
-                    Err((Cow::Owned(format!("-{}", e.text())), true))
+                    // An ERR error is given without its code, as Redis's
+                    // scriptCall words it (the debugger logs the text as given).
+                    let text = e.text();
+                    let text = match text.strip_prefix("ERR ") {
+                        Some(msg) => msg.to_string(),
+                        None => format!("-{text}"),
+                    };
+                    Err((Cow::Owned(text), true))
                 }
                 Verdict::Postpone => Err((
                     Cow::Owned(format!(
@@ -224,6 +233,7 @@ unsafe fn execute(l: State) -> bool {
         return true;
     }
     let is_err = super::convert::push_resp(l, &client.reply.buf);
+    super::ldb::log_reply(&client.reply.buf);
     client.reply.buf.clear();
     is_err
 }
@@ -353,12 +363,15 @@ unsafe extern "C-unwind" fn replicate_commands(l: State) -> c_int {
     1
 }
 
+/// True, with a stop at the next line, in a debugging session; else false.
 unsafe extern "C-unwind" fn breakpoint(l: State) -> c_int {
-    ffi::lua_pushboolean(l, 0);
+    ffi::lua_pushboolean(l, c_int::from(super::ldb::breakpoint()));
     1
 }
 
-unsafe extern "C-unwind" fn debug(_l: State) -> c_int {
+/// Logs its arguments in a debugging session; else nothing.
+unsafe extern "C-unwind" fn debug(l: State) -> c_int {
+    super::ldb::debug(l);
     0
 }
 

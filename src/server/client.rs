@@ -410,6 +410,8 @@ pub struct Client {
     pub blocked: Option<Box<Blocked>>,
     /// Answered, then closed (QUIT, protocol errors).
     pub close_after_reply: bool,
+    /// SCRIPT DEBUG YES / SYNC: this client's next EVAL starts a debugging session.
+    pub lua_debug: crate::script::ldb::Mode,
     pub reply_mode: ReplyMode,
     pub monitor: bool,
     /// A replica this server feeds, or the master this server replicates
@@ -492,6 +494,7 @@ impl Client {
             shard_channels: LazySet::default(),
             blocked: None,
             close_after_reply: false,
+            lua_debug: crate::script::ldb::Mode::Off,
             reply_mode: ReplyMode::On,
             monitor: false,
             repl_role: ReplRole::None,

@@ -50,6 +50,7 @@ pub async fn run(srv: Rc<RefCell<Server>>) {
         // statistics are read when asked for (memory::sampled).
         super::memory::used_memory();
         crate::persist::cron(&mut s);
+        crate::script::ldb_fork::reap(&mut s);
         if s.cluster.is_some() {
             crate::cluster::cron(&mut s);
         }

@@ -8,6 +8,7 @@ use crate::command::flags::*;
 use crate::command::{Args, CommandSpec};
 use crate::error::{CmdResult, Error};
 use crate::script::function::NO_WRITES;
+use crate::script::ldb::Mode;
 use crate::script::{self, Call};
 use crate::server::Ctx;
 
@@ -55,6 +56,7 @@ pub static SPECS: &[CommandSpec] = &[
 ];
 
 static SCRIPT_SUBS: &[CommandSpec] = &[
+    CommandSpec::new("script|debug", 3, NOSCRIPT, (0, 0, 0), script_debug),
     CommandSpec::new("script|exists", -3, NOSCRIPT, (0, 0, 0), script_exists),
     CommandSpec::new("script|flush", -2, NOSCRIPT, (0, 0, 0), script_flush),
     CommandSpec::new("script|help", 2, LOADING | STALE, (0, 0, 0), script_help),
@@ -118,6 +120,72 @@ pub fn feed_monitors(ctx: &mut Ctx, args: &Args) {
 
 fn eval_generic(ctx: &mut Ctx, args: &Args, by_sha: bool, read_only: bool) -> CmdResult {
     feed_monitors(ctx, args);
+    match ctx.client.lua_debug {
+        Mode::Off => run_eval(ctx, args, by_sha, read_only),
+        // A wrong-length digest cannot match, debugging or not.
+        _ if by_sha && args.at(1).len() != 40 => Err(no_script()),
+        _ if by_sha => Err(Error::msg(
+            "Please use EVAL instead of EVALSHA for debugging",
+        )),
+        Mode::Sync => eval_debugging(ctx, args, read_only),
+        Mode::Fork => eval_forked(ctx, args, read_only),
+    }
+}
+
+fn no_script() -> Error {
+    Error::coded("NOSCRIPT No matching script. Please use EVAL.")
+}
+
+/// EVAL in a synchronous debugging session (SCRIPT DEBUG SYNC): the server
+/// serves only the debugger until the script ends; the connection is then
+/// closed after the reply, as Redis does.
+fn eval_debugging(ctx: &mut Ctx, args: &Args, read_only: bool) -> CmdResult {
+    crate::log::warning("Redis synchronous debugging eval session started");
+    let threshold = ctx.srv.config.get_i64("busy-reply-threshold");
+    let session = script::ldb::start(ctx.client.fd, args.at(1), threshold);
+    let r = run_eval(ctx, args, false, read_only);
+    script::ldb::end(session);
+    crate::log::warning("Redis synchronous debugging eval session ended");
+    ctx.client.close_after_reply = true;
+    r
+}
+
+/// EVAL in a forked debugging session (SCRIPT DEBUG YES): the child runs
+/// the session and answers; the parent drops the client unanswered.
+fn eval_forked(ctx: &mut Ctx, args: &Args, read_only: bool) -> CmdResult {
+    let fd = ctx.client.fd;
+    match script::ldb_fork::fork(ctx.srv, fd) {
+        Err(e) => {
+            ctx.client.lua_debug = Mode::Off;
+            Err(Error::msg(format!(
+                "Fork() failed: can't run EVAL in debugging mode: {}",
+                script::ldb_fork::strerror(&e)
+            )))
+        }
+        Ok(Some(_)) => {
+            ctx.client.lua_debug = Mode::Off;
+            ctx.client.close_after_reply = true;
+            Ok(())
+        }
+        Ok(None) => {
+            let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let threshold = ctx.srv.config.get_i64("busy-reply-threshold");
+                let session = script::ldb::start(fd, args.at(1), threshold);
+                let r = run_eval(ctx, args, false, read_only);
+                script::ldb::end(session);
+                if let Err(e) = r {
+                    ctx.client.reply.error_line(&e.text());
+                }
+            }));
+            match run {
+                Ok(()) => script::ldb_fork::finish(fd, &ctx.client.reply.buf),
+                Err(_) => script::ldb_fork::abort(),
+            }
+        }
+    }
+}
+
+fn run_eval(ctx: &mut Ctx, args: &Args, by_sha: bool, read_only: bool) -> CmdResult {
     let (keys, argv) = parse_keys_args(args)?;
     let s = &mut ctx.srv.script;
     let (func_ref, name, flags) = if by_sha {
@@ -131,13 +199,21 @@ fn eval_generic(ctx: &mut Ctx, args: &Args, by_sha: bool, read_only: bool) -> Cm
         } else {
             None
         };
-        found.ok_or_else(|| Error::coded("NOSCRIPT No matching script. Please use EVAL."))?
+        found.ok_or_else(no_script)?
     } else {
         let sha = script::load(s, args.at(1))?;
         script::lookup(s, &sha).ok_or(Error::Syntax)?
     };
-    if let Some(f) = flags {
-        crate::cluster::redirect::verify_script_start(ctx.srv, f)?;
+    match flags {
+        Some(f) => crate::cluster::redirect::verify_script_start(ctx.srv, f)?,
+        // A script without a shebang (compatibility mode) never runs on a
+        // stale replica (Redis's scriptPrepareForRun).
+        None if crate::repl::replica::is_replica(ctx.srv)
+            && crate::repl::replica::stale(ctx.srv) =>
+        {
+            return Err(crate::error::Rejection::MasterDown.error());
+        }
+        None => {}
     }
     if crate::cluster::redirect::allows_cross_slot(flags) {
         ctx.client
@@ -203,6 +279,29 @@ fn eval_ro(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
 /// As EVALSHA; write commands from the script are refused.
 fn evalsha_ro(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
     eval_generic(ctx, args, true, true)
+}
+
+/// ```text
+/// SCRIPT DEBUG YES | SYNC | NO
+/// ```
+/// `OK`; this client's next EVAL runs under the Lua debugger (YES: in a
+/// forked child, its changes discarded; SYNC: blocking the server).
+fn script_debug(ctx: &mut Ctx, args: &mut Args) -> CmdResult {
+    if !ctx.client.reply.buf.is_empty() {
+        return Err(Error::msg("SCRIPT DEBUG must be called outside a pipeline"));
+    }
+    let a = args.at(2);
+    ctx.client.lua_debug = if a.eq_ignore_ascii_case(b"no") {
+        Mode::Off
+    } else if a.eq_ignore_ascii_case(b"yes") {
+        Mode::Fork
+    } else if a.eq_ignore_ascii_case(b"sync") {
+        Mode::Sync
+    } else {
+        return Err(Error::msg("Use SCRIPT DEBUG YES/SYNC/NO"));
+    };
+    ctx.out().ok();
+    Ok(())
 }
 
 /// ```text
