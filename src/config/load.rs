@@ -121,8 +121,6 @@ fn trim_line(raw: &[u8]) -> &[u8] {
     raw.get(start..end).unwrap_or_default()
 }
 
-/// Splits a config line as Redis does (`sdssplitargs`; `"\xff"` escapes
-/// give any byte).
 /// Parameters given as several words (Redis's MULTI_ARG_CONFIG).
 const MULTI_ARG: &[&str] = &[
     "save",
@@ -135,6 +133,8 @@ const MULTI_ARG: &[&str] = &[
     "shutdown-on-sigterm",
 ];
 
+/// Splits a config line as Redis does (`sdssplitargs`; `"\xff"` escapes
+/// give any byte).
 pub fn split_config_line(bytes: &[u8]) -> Option<Vec<Vec<u8>>> {
     crate::resp::inline::split(bytes)
 }
